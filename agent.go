@@ -1,0 +1,32 @@
+package drydock
+
+import "context"
+
+// Emitter appends events to a job's log on behalf of an agent.
+type Emitter interface {
+	Emit(ctx context.Context, typ EventType, data any) error
+}
+
+// AgentRun is everything an agent gets for one run of one job.
+type AgentRun struct {
+	Job     *Job
+	Sandbox *Sandbox
+	Events  Emitter
+	// History is the job's event log so far; non-empty when the run resumes
+	// after a restart, so the agent continues instead of starting over.
+	History []*Event
+	// Progress records steps and usage; the runner persists it.
+	Progress func(ctx context.Context, steps int, usage Usage) error
+}
+
+// AgentOutcome is how an agent ended a run that did not fail.
+type AgentOutcome struct {
+	Summary string
+}
+
+// Agent works on a job inside its sandbox until it finishes, fails, or ctx
+// ends (cancel or timeout). An error is the job's error message; it should be
+// an *Error whose message is fit for the user.
+type Agent interface {
+	Run(ctx context.Context, run *AgentRun) (*AgentOutcome, error)
+}

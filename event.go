@@ -1,0 +1,47 @@
+package drydock
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// EventType names what an event records.
+type EventType string
+
+const (
+	EventStatus       EventType = "status"       // {"status", "error"?}: a lifecycle transition
+	EventLog          EventType = "log"          // {"level", "message"}: orchestrator notes about the job
+	EventModel        EventType = "model"        // a model turn: text and tool calls
+	EventToolCall     EventType = "tool_call"    // {"id", "name", "input"}
+	EventObservation  EventType = "observation"  // {"id", "name", "output", "is_error", "images"?}
+	EventUsage        EventType = "usage"        // Usage of one step
+	EventError        EventType = "error"        // {"message"}: a failure the agent saw
+	EventCondensation EventType = "condensation" // a summary that replaced older events in the prompt
+	EventArtifact     EventType = "artifact"     // {"size", "files"}: the workspace was archived
+	EventSummary      EventType = "summary"      // {"summary"}: the agent's final report
+)
+
+// Event is one entry of a job's append-only log. Seq numbers events of one job
+// from 1 without gaps; it is the SSE id used for resuming.
+type Event struct {
+	JobID string          `json:"job_id"`
+	Seq   int64           `json:"seq"`
+	Type  EventType       `json:"type"`
+	Time  time.Time       `json:"time"`
+	Data  json.RawMessage `json:"data"`
+}
+
+// NewEvent builds an event whose Data is v encoded as JSON. Values that fail
+// to encode are a programming error, so the error is folded into the data
+// rather than dropped.
+func NewEvent(jobID string, typ EventType, v any) *Event {
+	b, err := json.Marshal(v)
+	if err != nil {
+		b, _ = json.Marshal(map[string]string{"encode_error": err.Error()})
+	}
+	return &Event{JobID: jobID, Type: typ, Data: b}
+}
+
+// MaxEventDataBytes bounds one event so a runaway tool output cannot bloat the
+// log; larger payloads are truncated by the agent and kept whole as files.
+const MaxEventDataBytes = 1 << 20

@@ -1,0 +1,191 @@
+package drydock
+
+import (
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// JobStatus is the lifecycle state of a job as the API reports it.
+type JobStatus string
+
+const (
+	StatusPending   JobStatus = "pending"
+	StatusRunning   JobStatus = "running"
+	StatusComplete  JobStatus = "complete"
+	StatusError     JobStatus = "error"
+	StatusCancelled JobStatus = "cancelled"
+)
+
+// Terminal reports whether no further transition can happen.
+func (s JobStatus) Terminal() bool {
+	return s == StatusComplete || s == StatusError || s == StatusCancelled
+}
+
+// Valid reports whether s is one of the five statuses.
+func (s JobStatus) Valid() bool {
+	switch s {
+	case StatusPending, StatusRunning, StatusComplete, StatusError, StatusCancelled:
+		return true
+	}
+	return false
+}
+
+// Profile selects what runs in the sandbox.
+type Profile string
+
+const (
+	ProfileHeadless Profile = "headless" // no display stack; fastest start
+	ProfileDesktop  Profile = "desktop"  // Xvfb, window manager, VNC, xdotool
+)
+
+// Valid reports whether p is a known profile.
+func (p Profile) Valid() bool { return p == ProfileHeadless || p == ProfileDesktop }
+
+// Limits on what a job request may carry. They keep one request from filling
+// the store and are enforced by JobSpec.Validate.
+const (
+	MaxTaskBytes      = 256 << 10
+	MaxMetadataKeys   = 32
+	MaxMetadataKeyLen = 64
+	MaxMetadataValLen = 1024
+	MaxModelLen       = 200
+	MaxJobSteps       = 100000
+	MaxJobTimeout     = 7 * 24 * time.Hour
+)
+
+// JobSpec is what a user asks for. Zero values mean "the server's default".
+type JobSpec struct {
+	Task     string            `json:"task"`
+	Model    string            `json:"model,omitempty"`
+	MaxSteps int               `json:"max_steps,omitempty"`
+	Timeout  Duration          `json:"timeout,omitempty"`
+	Profile  Profile           `json:"profile,omitempty"`
+	Metadata map[string]string `json:"metadata,omitempty"`
+}
+
+// Normalize trims the task and fills no defaults: defaults are the server's
+// business (config), not the domain's.
+func (s *JobSpec) Normalize() {
+	s.Task = strings.TrimSpace(s.Task)
+	s.Model = strings.TrimSpace(s.Model)
+}
+
+// Validate checks the spec and returns an EINVALID or ETOOLARGE *Error that
+// names the offending field.
+func (s *JobSpec) Validate() error {
+	if s.Task == "" {
+		return Errorf(EINVALID, "task is required and must not be blank")
+	}
+	if len(s.Task) > MaxTaskBytes {
+		return Errorf(ETOOLARGE, "task is %d bytes; the limit is %d", len(s.Task), MaxTaskBytes)
+	}
+	if !utf8.ValidString(s.Task) {
+		return Errorf(EINVALID, "task must be valid UTF-8")
+	}
+	if len(s.Model) > MaxModelLen {
+		return Errorf(EINVALID, "model name is longer than %d characters", MaxModelLen)
+	}
+	if s.MaxSteps < 0 || s.MaxSteps > MaxJobSteps {
+		return Errorf(EINVALID, "max_steps must be between 1 and %d", MaxJobSteps)
+	}
+	if s.Timeout < 0 || time.Duration(s.Timeout) > MaxJobTimeout {
+		return Errorf(EINVALID, "timeout must be positive and at most %s", MaxJobTimeout)
+	}
+	if s.Timeout != 0 && time.Duration(s.Timeout) < time.Second {
+		return Errorf(EINVALID, "timeout must be at least 1s")
+	}
+	if s.Profile != "" && !s.Profile.Valid() {
+		return Errorf(EINVALID, "profile must be %q or %q", ProfileHeadless, ProfileDesktop)
+	}
+	if len(s.Metadata) > MaxMetadataKeys {
+		return Errorf(EINVALID, "metadata has %d keys; the limit is %d", len(s.Metadata), MaxMetadataKeys)
+	}
+	for k, v := range s.Metadata {
+		if k == "" || len(k) > MaxMetadataKeyLen {
+			return Errorf(EINVALID, "metadata keys must be 1 to %d characters", MaxMetadataKeyLen)
+		}
+		if len(v) > MaxMetadataValLen {
+			return Errorf(EINVALID, "metadata value for %q is longer than %d characters", k, MaxMetadataValLen)
+		}
+	}
+	return nil
+}
+
+// Usage is the model usage of a job, summed over its steps.
+type Usage struct {
+	InputTokens      int64   `json:"input_tokens"`
+	OutputTokens     int64   `json:"output_tokens"`
+	CacheReadTokens  int64   `json:"cache_read_tokens,omitempty"`
+	CacheWriteTokens int64   `json:"cache_write_tokens,omitempty"`
+	CostUSD          float64 `json:"cost_usd"`
+}
+
+// Add returns u plus v.
+func (u Usage) Add(v Usage) Usage {
+	return Usage{
+		InputTokens:      u.InputTokens + v.InputTokens,
+		OutputTokens:     u.OutputTokens + v.OutputTokens,
+		CacheReadTokens:  u.CacheReadTokens + v.CacheReadTokens,
+		CacheWriteTokens: u.CacheWriteTokens + v.CacheWriteTokens,
+		CostUSD:          u.CostUSD + v.CostUSD,
+	}
+}
+
+// Job is one task run by an agent in one sandbox. Its JSON form is the body of
+// GET /status/{id} and GET /v1/jobs/{id}; the link fields are filled by the
+// HTTP layer, and the queue fields never leave the server.
+type Job struct {
+	ID         string     `json:"job_id"`
+	Status     JobStatus  `json:"status"`
+	CreatedAt  time.Time  `json:"created_at"`
+	StartedAt  *time.Time `json:"started_at"`
+	FinishedAt *time.Time `json:"finished_at"`
+	Error      string     `json:"error"`
+	Steps      int        `json:"steps"`
+	Usage      Usage      `json:"usage"`
+	Summary    string     `json:"summary,omitempty"`
+
+	JobSpec
+
+	// Links, set by the HTTP layer for the caller's base URL.
+	StatusURL   string `json:"status_url,omitempty"`
+	EventsURL   string `json:"events_url,omitempty"`
+	VNCURL      string `json:"vnc_url,omitempty"`
+	DownloadURL string `json:"download_url,omitempty"`
+
+	// Server-side state.
+	OwnerID         string    `json:"-"` // id of the token that created the job
+	SandboxID       string    `json:"-"`
+	ArtifactKey     string    `json:"-"` // set once the workspace is archived
+	ArtifactSize    int64     `json:"-"`
+	CancelRequested bool      `json:"-"`
+	LeaseOwner      string    `json:"-"`
+	LeaseExpiresAt  time.Time `json:"-"`
+	Attempts        int       `json:"-"` // how many times a worker claimed it
+}
+
+// JobFilter selects jobs for a list. Cursor is the opaque value returned as
+// next_cursor by the previous page.
+type JobFilter struct {
+	OwnerID string // "" means every owner (admin)
+	Status  []JobStatus
+	Cursor  string
+	Limit   int
+}
+
+// JobProgress is what a worker reports while it runs a job.
+type JobProgress struct {
+	Steps     int
+	Usage     Usage
+	SandboxID *string
+}
+
+// JobResult is how a run ended.
+type JobResult struct {
+	Status       JobStatus
+	Error        string
+	Summary      string
+	ArtifactKey  string
+	ArtifactSize int64
+}

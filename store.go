@@ -1,0 +1,69 @@
+package drydock
+
+import (
+	"context"
+	"time"
+)
+
+// Store is the durable state of the orchestrator: jobs, their event logs, the
+// job queue's leases, and API tokens. SQLite and Postgres implement it; both
+// pass store/storetest.
+//
+// Errors: ENOTFOUND for a missing job or token, ELEASELOST when a worker no
+// longer owns the job it reports on, ECONFLICT for a transition the job's
+// state does not allow.
+type Store interface {
+	// CreateJob stores a new pending job (ID, OwnerID, CreatedAt and the spec
+	// set by the caller) together with its first event, atomically. When it
+	// returns nil the job is durable.
+	CreateJob(ctx context.Context, job *Job) error
+	GetJob(ctx context.Context, id string) (*Job, error)
+	// ListJobs returns jobs newest first and the cursor of the next page ("" at
+	// the end).
+	ListJobs(ctx context.Context, f JobFilter) ([]*Job, string, error)
+
+	// ClaimJob gives owner a lease on one runnable job: the oldest pending one,
+	// or a running one whose lease has expired (its worker died). The job is
+	// returned running with Attempts incremented; nil, nil when there is none.
+	ClaimJob(ctx context.Context, owner string, ttl time.Duration) (*Job, error)
+	// RenewLease extends owner's lease and returns the job's current state (so
+	// the worker sees cancel requests). ELEASELOST if owner lost it.
+	RenewLease(ctx context.Context, id, owner string, ttl time.Duration) (*Job, error)
+	// ReleaseLease expires owner's lease at once and keeps the job running, so
+	// that the next claimer recovers it without waiting for the TTL.
+	ReleaseLease(ctx context.Context, id, owner string) error
+	// ExpireLeases releases every lease whose owner starts with prefix, except
+	// those held by keep. A restarted server uses it to recover the jobs its
+	// previous incarnation left running. It returns how many it released.
+	ExpireLeases(ctx context.Context, prefix, keep string) (int, error)
+	// UpdateProgress records progress reported by the lease owner.
+	UpdateProgress(ctx context.Context, id, owner string, p JobProgress) error
+	// FinishJob moves a running job owned by owner to a terminal state and
+	// drops the lease.
+	FinishJob(ctx context.Context, id, owner string, r JobResult) error
+	// SetArtifact records the archived workspace of a job in any state.
+	SetArtifact(ctx context.Context, id, key string, size int64) error
+	// CancelJob cancels a pending job at once (returned cancelled) or flags a
+	// running one (returned with CancelRequested). Terminal jobs are returned
+	// unchanged.
+	CancelJob(ctx context.Context, id string) (*Job, error)
+
+	// AppendEvent assigns e the next Seq of its job, sets Time if zero, and
+	// stores it.
+	AppendEvent(ctx context.Context, e *Event) error
+	// ListEvents returns up to limit events of a job with Seq > after, in order.
+	ListEvents(ctx context.Context, jobID string, after int64, limit int) ([]*Event, error)
+
+	CreateToken(ctx context.Context, t *Token) error
+	// TokenByHash returns the unrevoked token with this hash, or ENOTFOUND.
+	TokenByHash(ctx context.Context, hash []byte) (*Token, error)
+	ListTokens(ctx context.Context) ([]*Token, error)
+	RevokeToken(ctx context.Context, id string) error
+	// CountTokens counts unrevoked tokens; the server needs at least one to
+	// listen beyond loopback.
+	CountTokens(ctx context.Context) (int, error)
+
+	// Ping checks that the store answers (readiness).
+	Ping(ctx context.Context) error
+	Close() error
+}
