@@ -1,0 +1,59 @@
+#!/bin/sh
+# Starts a private dockerd for Drydock's tests on unix:///run/drydock-test/docker.sock,
+# with its own data root, exec root and pidfile so it never touches a system
+# Docker. Installs docker.io first when it is missing. Idempotent: a daemon that
+# already answers is left alone. Prints the DOCKER_HOST to use.
+set -eu
+
+RUN=/run/drydock-test
+SOCK="$RUN/docker.sock"
+PIDFILE="$RUN/dockerd.pid"
+DATA=/var/lib/drydock-test/docker
+LOG="$RUN/dockerd.log"
+HOST="unix://$SOCK"
+
+ping_docker() {
+	curl -sf --max-time 2 --unix-socket "$SOCK" http://docker/_ping >/dev/null 2>&1
+}
+
+if ! command -v dockerd >/dev/null 2>&1; then
+	if [ "$(id -u)" != 0 ]; then
+		echo "docker-up: dockerd missing (run as root to install docker.io)" >&2
+		exit 1
+	fi
+	echo "docker-up: installing docker.io"
+	DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=900 install -y -q --no-install-recommends docker.io >/dev/null
+fi
+if [ "$(id -u)" != 0 ]; then
+	echo "docker-up: dockerd needs root" >&2
+	exit 1
+fi
+
+mkdir -p "$RUN" "$DATA"
+if [ -f "$PIDFILE" ] && kill -0 "$(cat "$PIDFILE")" 2>/dev/null && ping_docker; then
+	echo "docker-up: dockerd already running (pid $(cat "$PIDFILE"))"
+	echo "DRYDOCK_TEST_DOCKER_HOST=$HOST"
+	exit 0
+fi
+
+# A stale pidfile from a killed daemon makes dockerd refuse to start.
+rm -f "$PIDFILE" "$SOCK"
+nohup dockerd \
+	--host "$HOST" \
+	--data-root "$DATA" \
+	--exec-root "$RUN/exec" \
+	--pidfile "$PIDFILE" \
+	>"$LOG" 2>&1 </dev/null &
+
+i=0
+until ping_docker; do
+	i=$((i + 1))
+	if [ "$i" -gt 120 ]; then
+		echo "docker-up: dockerd did not answer on $SOCK within 60 s; last log lines:" >&2
+		tail -n 20 "$LOG" >&2
+		exit 1
+	fi
+	sleep 0.5
+done
+echo "docker-up: dockerd started (pid $(cat "$PIDFILE"), log $LOG)"
+echo "DRYDOCK_TEST_DOCKER_HOST=$HOST"
