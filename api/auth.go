@@ -1,0 +1,68 @@
+package api
+
+import (
+	"context"
+	"net/http"
+	"strings"
+
+	"github.com/drydockhq/drydock"
+)
+
+// Principal is who makes a request.
+type Principal struct {
+	ID    string // token id; "local" in development mode
+	Admin bool
+}
+
+type principalKey struct{}
+
+func principalFrom(ctx context.Context) Principal {
+	p, _ := ctx.Value(principalKey{}).(Principal)
+	return p
+}
+
+// LocalPrincipal acts for unauthenticated requests in development mode.
+var LocalPrincipal = Principal{ID: "local", Admin: true}
+
+// authenticate resolves the bearer token. In development mode a request
+// without a token is the local admin; a token that is sent must still be
+// valid, so that scripts behave the same in both modes.
+func (s *Server) authenticate(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := r.Header.Get("Authorization")
+		if h == "" {
+			if s.cfg.DevMode {
+				next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, LocalPrincipal)))
+				return
+			}
+			w.Header().Set("WWW-Authenticate", `Bearer realm="drydock"`)
+			s.writeError(w, r, drydock.Errorf(drydock.EUNAUTHORIZED, "missing bearer token: send 'Authorization: Bearer <token>' (create one with 'drydock token create')"))
+			return
+		}
+		secret, ok := strings.CutPrefix(h, "Bearer ")
+		secret = strings.TrimSpace(secret)
+		if !ok || secret == "" {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="drydock"`)
+			s.writeError(w, r, drydock.Errorf(drydock.EUNAUTHORIZED, "the Authorization header must be 'Bearer <token>'"))
+			return
+		}
+		tok, err := s.store.TokenByHash(r.Context(), drydock.HashToken(secret))
+		if drydock.ErrorCode(err) == drydock.ENOTFOUND {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="drydock", error="invalid_token"`)
+			s.writeError(w, r, drydock.Errorf(drydock.EUNAUTHORIZED, "invalid or revoked token"))
+			return
+		}
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		p := Principal{ID: tok.ID, Admin: tok.Admin}
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, p)))
+	})
+}
+
+// visible reports whether p may see job; other owners' jobs are reported as
+// not found so that ids cannot be probed.
+func visible(p Principal, job *drydock.Job) bool {
+	return p.Admin || job.OwnerID == p.ID
+}

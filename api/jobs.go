@@ -1,0 +1,259 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/drydockhq/drydock"
+	"github.com/google/uuid"
+)
+
+// createRequest is the body of POST /schedule, /submit and /v1/jobs.
+type createRequest struct {
+	Task     *string           `json:"task"`
+	Prompt   *string           `json:"prompt"`
+	Model    string            `json:"model"`
+	MaxSteps int               `json:"max_steps"`
+	Timeout  drydock.Duration  `json:"timeout"`
+	Profile  drydock.Profile   `json:"profile"`
+	Metadata map[string]string `json:"metadata"`
+}
+
+const createFields = "task (or prompt), model, max_steps, timeout, profile, metadata"
+
+// decodeJSON reads exactly one JSON object from the body into v and turns
+// every decoding failure into a message that says what to fix.
+func (s *Server) decodeJSON(w http.ResponseWriter, r *http.Request, v any, fields string) error {
+	// curl -d sends application/x-www-form-urlencoded; the seed API accepted
+	// JSON bodies regardless, so only types that cannot be JSON are refused.
+	if ct := r.Header.Get("Content-Type"); strings.HasPrefix(ct, "multipart/") {
+		return &drydock.Error{Code: eUnsupportedMedia, Message: "send the request body as JSON (Content-Type: application/json)"}
+	}
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
+	dec.DisallowUnknownFields()
+	err := dec.Decode(v)
+	if err == nil {
+		if dec.More() || dec.InputOffset() < 0 {
+			return drydock.Errorf(drydock.EINVALID, "request body must hold a single JSON object")
+		}
+		if _, err := dec.Token(); err != io.EOF {
+			return drydock.Errorf(drydock.EINVALID, "request body must hold a single JSON object")
+		}
+		return nil
+	}
+	var (
+		maxErr    *http.MaxBytesError
+		syntaxErr *json.SyntaxError
+		typeErr   *json.UnmarshalTypeError
+	)
+	switch {
+	case errors.As(err, &maxErr):
+		return drydock.Errorf(drydock.ETOOLARGE, "request body is larger than %d bytes", maxErr.Limit)
+	case errors.Is(err, io.EOF):
+		return drydock.Errorf(drydock.EINVALID, `request body is empty; send a JSON object such as {"task": "..."}`)
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return drydock.Errorf(drydock.EINVALID, "request body is truncated JSON")
+	case errors.As(err, &syntaxErr):
+		return drydock.Errorf(drydock.EINVALID, "malformed JSON at byte %d: %s", syntaxErr.Offset, syntaxErr.Error())
+	case errors.As(err, &typeErr):
+		if typeErr.Field == "" {
+			return drydock.Errorf(drydock.EINVALID, "request body must be a JSON object")
+		}
+		return drydock.Errorf(drydock.EINVALID, "field %q must be a JSON %s, not %s", typeErr.Field, jsonKind(typeErr.Type.Kind().String()), typeErr.Value)
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		name := strings.TrimPrefix(err.Error(), "json: unknown field ")
+		return drydock.Errorf(drydock.EINVALID, "unknown field %s; accepted fields: %s", name, fields)
+	}
+	// Errors from custom decoders (e.g. durations) are already user-facing.
+	return drydock.Errorf(drydock.EINVALID, "invalid request body: %s", strings.TrimPrefix(err.Error(), "json: "))
+}
+
+func jsonKind(goKind string) string {
+	switch goKind {
+	case "int", "int64", "float64":
+		return "number"
+	case "map", "struct":
+		return "object"
+	case "slice":
+		return "array"
+	case "ptr":
+		return "string"
+	}
+	return goKind
+}
+
+func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
+	var req createRequest
+	if err := s.decodeJSON(w, r, &req, createFields); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	spec := drydock.JobSpec{Model: req.Model, MaxSteps: req.MaxSteps, Timeout: req.Timeout, Profile: req.Profile, Metadata: req.Metadata}
+	switch {
+	case req.Task != nil && req.Prompt != nil && strings.TrimSpace(*req.Task) != strings.TrimSpace(*req.Prompt):
+		s.writeError(w, r, drydock.Errorf(drydock.EINVALID, `give either "task" or its synonym "prompt", not two different texts`))
+		return
+	case req.Task != nil:
+		spec.Task = *req.Task
+	case req.Prompt != nil:
+		spec.Task = *req.Prompt
+	}
+	spec.Normalize()
+	if err := spec.Validate(); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if spec.Profile == "" {
+		spec.Profile = drydock.ProfileHeadless
+	}
+	id, err := uuid.NewV7()
+	if err != nil {
+		s.writeError(w, r, fmt.Errorf("new job id: %w", err))
+		return
+	}
+	job := &drydock.Job{
+		ID:        id.String(),
+		Status:    drydock.StatusPending,
+		CreatedAt: time.Now().UTC(),
+		JobSpec:   spec,
+		OwnerID:   principalFrom(r.Context()).ID,
+	}
+	if err := s.store.CreateJob(r.Context(), job); err != nil {
+		s.writeError(w, r, fmt.Errorf("create job: %w", err))
+		return
+	}
+	s.queue.Notify()
+	s.decorate(r, job)
+	w.Header().Set("Location", job.StatusURL)
+	writeJSON(w, http.StatusCreated, job)
+}
+
+// lookup loads the job named in the path and checks the caller may see it.
+func (s *Server) lookup(r *http.Request) (*drydock.Job, error) {
+	id := r.PathValue("id")
+	if _, err := uuid.Parse(id); err != nil {
+		return nil, drydock.Errorf(drydock.ENOTFOUND, "job %q not found", id)
+	}
+	job, err := s.store.GetJob(r.Context(), id)
+	if err != nil {
+		return nil, err
+	}
+	if !visible(principalFrom(r.Context()), job) {
+		return nil, drydock.Errorf(drydock.ENOTFOUND, "job %s not found", id)
+	}
+	return job, nil
+}
+
+func (s *Server) handleGet(w http.ResponseWriter, r *http.Request) {
+	job, err := s.lookup(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.decorate(r, job)
+	writeJSON(w, http.StatusOK, job)
+}
+
+// JobPage is the answer of GET /v1/jobs.
+type JobPage struct {
+	Jobs       []*drydock.Job `json:"jobs"`
+	NextCursor string         `json:"next_cursor"`
+}
+
+func (s *Server) handleList(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	for k := range q {
+		if k != "status" && k != "limit" && k != "cursor" {
+			s.writeError(w, r, drydock.Errorf(drydock.EINVALID, "unknown query parameter %q; accepted: status, limit, cursor", k))
+			return
+		}
+	}
+	f := drydock.JobFilter{Cursor: q.Get("cursor"), Limit: 50}
+	p := principalFrom(r.Context())
+	if !p.Admin {
+		f.OwnerID = p.ID
+	}
+	for _, v := range q["status"] {
+		for st := range strings.SplitSeq(v, ",") {
+			st = strings.TrimSpace(st)
+			if st == "" {
+				continue
+			}
+			if !drydock.JobStatus(st).Valid() {
+				s.writeError(w, r, drydock.Errorf(drydock.EINVALID, "unknown status %q; use pending, running, complete, error or cancelled", st))
+				return
+			}
+			f.Status = append(f.Status, drydock.JobStatus(st))
+		}
+	}
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 500 {
+			s.writeError(w, r, drydock.Errorf(drydock.EINVALID, "limit must be a number from 1 to 500"))
+			return
+		}
+		f.Limit = n
+	}
+	jobs, next, err := s.store.ListJobs(r.Context(), f)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	for _, j := range jobs {
+		s.decorate(r, j)
+	}
+	if jobs == nil {
+		jobs = []*drydock.Job{}
+	}
+	writeJSON(w, http.StatusOK, JobPage{Jobs: jobs, NextCursor: next})
+}
+
+func (s *Server) handleCancel(w http.ResponseWriter, r *http.Request) {
+	job, err := s.lookup(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	job, err = s.store.CancelJob(r.Context(), job.ID)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if job.Status == drydock.StatusRunning {
+		s.queue.Cancel(job.ID)
+	}
+	s.decorate(r, job)
+	writeJSON(w, http.StatusAccepted, job)
+}
+
+// decorate fills the links of a job for the caller's base URL.
+func (s *Server) decorate(r *http.Request, job *drydock.Job) {
+	base := s.baseURL(r)
+	id := url.PathEscape(job.ID)
+	job.StatusURL = base + "/status/" + id
+	job.EventsURL = base + "/v1/jobs/" + id + "/events"
+	if job.Profile == drydock.ProfileDesktop {
+		job.VNCURL = base + "/jobs/" + id + "/desktop"
+	}
+	if job.ArtifactKey != "" {
+		job.DownloadURL = base + "/v1/jobs/" + id + "/artifact.tar.gz"
+	}
+}
+
+func (s *Server) baseURL(r *http.Request) string {
+	if s.cfg.PublicURL != "" {
+		return strings.TrimRight(s.cfg.PublicURL, "/")
+	}
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	return scheme + "://" + r.Host
+}

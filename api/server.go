@@ -1,0 +1,208 @@
+package api
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"strconv"
+	"time"
+
+	"github.com/drydockhq/drydock"
+	"github.com/drydockhq/drydock/watch"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Queue is what the API needs from the job runner.
+type Queue interface {
+	Notify()          // a job was created
+	Cancel(id string) // stop a job running in this process now
+}
+
+// Config holds the server's settings.
+type Config struct {
+	// DevMode lets requests without a token act as the local admin. The
+	// caller allows it only on loopback with no tokens configured.
+	DevMode bool
+	// PublicURL is the base of links in answers; "" derives it from the
+	// request's Host.
+	PublicURL string
+	// MaxBodyBytes bounds request bodies (default 1 MiB).
+	MaxBodyBytes int64
+	// SSEPoll is how often event streams look for events written by other
+	// replicas (default 500ms); local writes wake streams at once.
+	SSEPoll time.Duration
+	// SSEPing is the keep-alive comment interval (default 15s).
+	SSEPing time.Duration
+}
+
+// Server is the HTTP API.
+type Server struct {
+	cfg       Config
+	store     *watch.Store
+	queue     Queue
+	artifacts drydock.ArtifactStore
+	log       *slog.Logger
+	mux       *http.ServeMux
+	handler   http.Handler
+	gatherer  prometheus.Gatherer
+	reqs      *prometheus.CounterVec
+	latency   *prometheus.HistogramVec
+	routes    []route
+}
+
+type route struct{ method, pattern string }
+
+// New builds the server. reg receives the HTTP metrics and is served at
+// /metrics together with whatever else was registered in it.
+func New(cfg Config, store *watch.Store, queue Queue, artifacts drydock.ArtifactStore, reg *prometheus.Registry, logger *slog.Logger) *Server {
+	if cfg.MaxBodyBytes <= 0 {
+		cfg.MaxBodyBytes = 1 << 20
+	}
+	if cfg.SSEPoll <= 0 {
+		cfg.SSEPoll = 500 * time.Millisecond
+	}
+	if cfg.SSEPing <= 0 {
+		cfg.SSEPing = 15 * time.Second
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{
+		cfg: cfg, store: store, queue: queue, artifacts: artifacts,
+		log: logger.With("component", "api"), mux: http.NewServeMux(), gatherer: reg,
+		reqs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "drydock_http_requests_total", Help: "HTTP requests by route pattern and status code.",
+		}, []string{"route", "code"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "drydock_http_request_duration_seconds", Help: "HTTP request latency by route pattern (streams excluded).",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
+		}, []string{"route"}),
+	}
+	reg.MustRegister(s.reqs, s.latency)
+	s.routesSetup()
+	s.handler = s.instrument(s.mux)
+	return s
+}
+
+func (s *Server) routesSetup() {
+	authed := func(h http.HandlerFunc) http.Handler { return s.authenticate(h) }
+	s.handle("POST /schedule", authed(s.handleCreate))
+	s.handle("POST /submit", authed(s.handleCreate))
+	s.handle("GET /status/{id}", authed(s.handleGet))
+	s.handle("POST /v1/jobs", authed(s.handleCreate))
+	s.handle("GET /v1/jobs", authed(s.handleList))
+	s.handle("GET /v1/jobs/{id}", authed(s.handleGet))
+	s.handle("POST /v1/jobs/{id}/cancel", authed(s.handleCancel))
+	s.handle("GET /v1/jobs/{id}/events", authed(s.handleEvents))
+	s.handle("GET /v1/jobs/{id}/artifact.tar.gz", authed(s.handleArtifactTarGz))
+	s.handle("GET /v1/jobs/{id}/artifact.zip", authed(s.handleArtifactZip))
+	s.handle("GET /healthz", http.HandlerFunc(s.handleHealthz))
+	s.handle("GET /readyz", http.HandlerFunc(s.handleReadyz))
+	s.handle("GET /metrics", promhttp.HandlerFor(s.gatherer, promhttp.HandlerOpts{}))
+	s.handle("GET /openapi.json", http.HandlerFunc(s.handleOpenAPI))
+	s.mux.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.writeError(w, r, drydock.Errorf(drydock.ENOTFOUND, "no route for %s %s; see /openapi.json", r.Method, r.URL.Path))
+	}))
+}
+
+func (s *Server) handle(pattern string, h http.Handler) {
+	method, path, _ := cutSpace(pattern)
+	s.routes = append(s.routes, route{method, path})
+	s.mux.Handle(pattern, h)
+}
+
+func cutSpace(p string) (string, string, bool) {
+	for i := range p {
+		if p[i] == ' ' {
+			return p[:i], p[i+1:], true
+		}
+	}
+	return "", p, false
+}
+
+// Routes lists the method and pattern of every route (for the OpenAPI test).
+func (s *Server) Routes() [][2]string {
+	out := make([][2]string, len(s.routes))
+	for i, r := range s.routes {
+		out[i] = [2]string{r.method, r.pattern}
+	}
+	return out
+}
+
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
+
+// statusRecorder remembers the status for metrics and logs.
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusRecorder) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusRecorder) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *statusRecorder) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+func (w *statusRecorder) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// instrument adds panic recovery, JSON mux errors, metrics and access logs.
+func (s *Server) instrument(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		rec := &statusRecorder{ResponseWriter: w}
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				s.log.Error("panic in handler", "method", r.Method, "path", r.URL.Path, "panic", v, "stack", string(debug.Stack()))
+				if rec.status == 0 {
+					s.writeError(rec, r, drydock.Errorf(drydock.EINTERNAL, "internal error"))
+				}
+			}
+			pattern := r.Pattern
+			if pattern == "" || pattern == "/" {
+				pattern = "unmatched"
+			}
+			s.reqs.WithLabelValues(pattern, strconv.Itoa(rec.status)).Inc()
+			if r.Header.Get("Accept") != "text/event-stream" {
+				s.latency.WithLabelValues(pattern).Observe(time.Since(start).Seconds())
+			}
+			if s.log.Enabled(r.Context(), slog.LevelDebug) {
+				s.log.Debug("request", "method", r.Method, "path", r.URL.Path, "status", rec.status, "took", time.Since(start))
+			}
+		}()
+		next.ServeHTTP(&jsonMuxErrors{ResponseWriter: rec}, r)
+	})
+}
+
+func (s *Server) handleHealthz(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	if err := s.store.Ping(ctx); err != nil {
+		s.log.Warn("readiness: store does not answer", "err", err)
+		s.writeError(w, r, drydock.Errorf(drydock.EUNAVAILABLE, "store is not available"))
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+}

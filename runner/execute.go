@@ -1,0 +1,273 @@
+package runner
+
+import (
+	"compress/gzip"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/drydockhq/drydock"
+)
+
+// execute runs one claimed job to its end (or to shutdown, when it leaves the
+// job running for the next claimer).
+func (r *Runner) execute(ctx context.Context, cancel context.CancelCauseFunc, job *drydock.Job) {
+	log := r.log.With("job_id", job.ID, "attempt", job.Attempts)
+	started := time.Now()
+	r.deps.Metrics.started(job.Attempts > 1)
+
+	go r.heartbeat(ctx, cancel, job.ID, log)
+
+	timeout := time.Duration(job.Timeout)
+	if timeout <= 0 {
+		timeout = r.cfg.DefaultTimeout
+	}
+	// The timeout counts from the first start, so a job recovered after a
+	// restart does not get a fresh allowance.
+	if job.StartedAt != nil {
+		timeout -= time.Since(*job.StartedAt)
+	}
+	ctx, cancelTimeout := context.WithTimeoutCause(ctx, max(timeout, 0), errTimeout)
+	defer cancelTimeout()
+
+	emit := &emitter{store: r.deps.Store, jobID: job.ID, log: log}
+	if job.Attempts > 1 {
+		emit.Emit(ctx, drydock.EventLog, map[string]any{"level": "info", "message": fmt.Sprintf("resuming on %s (attempt %d)", r.cfg.NodeID, job.Attempts)})
+	} else {
+		emit.Emit(ctx, drydock.EventStatus, map[string]any{"status": drydock.StatusRunning})
+	}
+	log.Info("job started")
+
+	sb, runErr := r.sandbox(ctx, job, log)
+	var outcome *drydock.AgentOutcome
+	if runErr == nil {
+		outcome, runErr = r.runAgent(ctx, job, sb, emit)
+	}
+
+	cause := context.Cause(ctx)
+	switch {
+	case errors.Is(cause, errShutdown):
+		// Leave the job and its sandbox for the next claimer.
+		rctx, done := context.WithTimeout(context.Background(), 5*time.Second)
+		defer done()
+		if err := r.deps.Store.ReleaseLease(rctx, job.ID, r.owner); err != nil {
+			log.Warn("release lease at shutdown", "err", err)
+		}
+		log.Info("job left running for recovery", "reason", "shutdown")
+		return
+	case errors.Is(cause, errLeaseLost):
+		log.Warn("job stopped: lease lost; another worker owns it now")
+		return
+	}
+
+	result := drydock.JobResult{Status: drydock.StatusComplete}
+	switch {
+	case errors.Is(cause, errCancelled):
+		result.Status, result.Error = drydock.StatusCancelled, "cancelled by request"
+	case errors.Is(cause, errTimeout):
+		result.Status = drydock.StatusError
+		result.Error = fmt.Sprintf("job timed out after %s", time.Duration(job.Timeout).String())
+		if job.Timeout == 0 {
+			result.Error = fmt.Sprintf("job timed out after %s", r.cfg.DefaultTimeout)
+		}
+	case runErr != nil:
+		result.Status, result.Error = drydock.StatusError, drydock.ErrorMessage(runErr)
+		if drydock.ErrorCode(runErr) == drydock.EINTERNAL {
+			result.Error = "internal error: " + runErr.Error()
+		}
+		log.Warn("job failed", "err", runErr)
+	default:
+		if outcome != nil {
+			result.Summary = outcome.Summary
+		}
+	}
+
+	// Archive and tear down on a fresh context: the job's own may be over.
+	endCtx, endDone := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.ArchiveTimeout)
+	defer endDone()
+	if sb != nil {
+		key, size, err := r.archive(endCtx, job.ID, sb)
+		if err != nil {
+			log.Error("archive workspace", "err", err)
+			emit.Emit(endCtx, drydock.EventError, map[string]any{"message": "archiving the workspace failed: " + drydock.ErrorMessage(err)})
+		} else {
+			result.ArtifactKey, result.ArtifactSize = key, size
+			emit.Emit(endCtx, drydock.EventArtifact, map[string]any{"size": size, "format": "tar.gz"})
+		}
+		if err := r.deps.Runtime.Destroy(endCtx, sb.ID); err != nil {
+			log.Error("destroy sandbox", "sandbox_id", sb.ID, "err", err)
+		}
+	}
+	if result.Summary != "" {
+		emit.Emit(endCtx, drydock.EventSummary, map[string]any{"summary": result.Summary})
+	}
+	if err := r.deps.Store.FinishJob(endCtx, job.ID, r.owner, result); err != nil {
+		log.Error("finish job", "err", err)
+		return
+	}
+	r.deps.Metrics.finished(result.Status, time.Since(started))
+	log.Info("job finished", "status", result.Status, "error", result.Error, "duration", time.Since(started).Round(time.Millisecond))
+}
+
+// sandbox creates the job's sandbox, or reattaches to it when the job is
+// being recovered, and waits until its toolboxd is ready.
+func (r *Runner) sandbox(ctx context.Context, job *drydock.Job, log *slog.Logger) (*drydock.Sandbox, error) {
+	var sb *drydock.Sandbox
+	if job.SandboxID != "" {
+		got, err := r.deps.Runtime.Get(ctx, job.SandboxID)
+		if drydock.ErrorCode(err) == drydock.ENOTFOUND {
+			return nil, drydock.Errorf(drydock.EUNAVAILABLE, "the job's sandbox %s is gone (it did not survive the restart of the server or the engine); the job cannot continue", job.SandboxID)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("reattach sandbox %s: %w", job.SandboxID, err)
+		}
+		log.Info("reattached to sandbox", "sandbox_id", got.ID)
+		sb = got
+	} else {
+		profile := job.Profile
+		if profile == "" {
+			profile = r.cfg.DefaultProfile
+		}
+		spec := drydock.SandboxSpec{
+			JobID:     job.ID,
+			Image:     r.cfg.Images[profile],
+			Profile:   profile,
+			Resources: r.cfg.Resources,
+			Labels: map[string]string{
+				drydock.LabelManaged: "true",
+				drydock.LabelJob:     job.ID,
+				drydock.LabelServer:  r.cfg.NodeID,
+			},
+		}
+		t0 := time.Now()
+		created, err := r.deps.Runtime.Create(ctx, spec)
+		if err != nil {
+			return nil, fmt.Errorf("create sandbox: %w", err)
+		}
+		sb = created
+		id := sb.ID
+		if err := r.deps.Store.UpdateProgress(ctx, job.ID, r.owner, drydock.JobProgress{Steps: job.Steps, Usage: job.Usage, SandboxID: &id}); err != nil {
+			// Without the id in the store a recovery could not find it: drop it.
+			_ = r.deps.Runtime.Destroy(context.WithoutCancel(ctx), id)
+			return nil, fmt.Errorf("record sandbox: %w", err)
+		}
+		log.Info("sandbox created", "sandbox_id", id, "runtime", r.deps.Runtime.Name(), "took", time.Since(t0).Round(time.Millisecond))
+	}
+	rctx, done := context.WithTimeout(ctx, r.cfg.ReadyTimeout)
+	defer done()
+	if err := r.deps.Toolbox(sb).WaitReady(rctx); err != nil {
+		if ctx.Err() != nil {
+			return sb, ctx.Err()
+		}
+		return sb, drydock.Errorf(drydock.EUNAVAILABLE, "sandbox %s did not become ready within %s: %v", sb.ID, r.cfg.ReadyTimeout, err)
+	}
+	return sb, nil
+}
+
+func (r *Runner) runAgent(ctx context.Context, job *drydock.Job, sb *drydock.Sandbox, emit *emitter) (*drydock.AgentOutcome, error) {
+	var history []*drydock.Event
+	for after := int64(0); ; {
+		page, err := r.deps.Store.ListEvents(ctx, job.ID, after, 1000)
+		if err != nil {
+			return nil, fmt.Errorf("load event log: %w", err)
+		}
+		history = append(history, page...)
+		if len(page) < 1000 {
+			break
+		}
+		after = page[len(page)-1].Seq
+	}
+	run := &drydock.AgentRun{
+		Job:     job,
+		Sandbox: sb,
+		Events:  emit,
+		History: history,
+		Progress: func(ctx context.Context, steps int, usage drydock.Usage) error {
+			return r.deps.Store.UpdateProgress(ctx, job.ID, r.owner, drydock.JobProgress{Steps: steps, Usage: usage})
+		},
+	}
+	return r.deps.Agent.Run(ctx, run)
+}
+
+// archive streams the workspace from toolboxd, gzips it on the fly and
+// stores it, without holding the archive in memory.
+func (r *Runner) archive(ctx context.Context, jobID string, sb *drydock.Sandbox) (string, int64, error) {
+	tr, err := r.deps.Toolbox(sb).DownloadTar(ctx, ".")
+	if err != nil {
+		return "", 0, fmt.Errorf("download workspace: %w", err)
+	}
+	defer tr.Close()
+	pr, pw := io.Pipe()
+	go func() {
+		zw := gzip.NewWriter(pw)
+		_, err := io.Copy(zw, tr)
+		if cerr := zw.Close(); err == nil {
+			err = cerr
+		}
+		pw.CloseWithError(err)
+	}()
+	key := jobID + ".tar.gz"
+	n, err := r.deps.Artifacts.Put(ctx, key, pr)
+	pr.CloseWithError(err)
+	if err != nil {
+		return "", 0, fmt.Errorf("store archive: %w", err)
+	}
+	return key, n, nil
+}
+
+// heartbeat renews the lease until ctx ends; it turns a cancel request or a
+// lost lease into the job context's cause.
+func (r *Runner) heartbeat(ctx context.Context, cancel context.CancelCauseFunc, id string, log *slog.Logger) {
+	t := time.NewTicker(r.cfg.LeaseTTL / 3)
+	defer t.Stop()
+	failures := 0
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		job, err := r.deps.Store.RenewLease(ctx, id, r.owner, r.cfg.LeaseTTL)
+		switch {
+		case drydock.ErrorCode(err) == drydock.ELEASELOST:
+			cancel(errLeaseLost)
+			return
+		case err != nil:
+			if ctx.Err() != nil {
+				return
+			}
+			// A store hiccup is not fatal until the lease could have expired.
+			failures++
+			log.Warn("renew lease", "err", err, "failures", failures)
+			if failures >= 3 {
+				cancel(errLeaseLost)
+				return
+			}
+		default:
+			failures = 0
+			if job.CancelRequested {
+				cancel(errCancelled)
+				return
+			}
+		}
+	}
+}
+
+// emitter appends agent events to the job's log.
+type emitter struct {
+	store drydock.Store
+	jobID string
+	log   *slog.Logger
+}
+
+func (e *emitter) Emit(ctx context.Context, typ drydock.EventType, data any) error {
+	ev := drydock.NewEvent(e.jobID, typ, data)
+	if err := e.store.AppendEvent(ctx, ev); err != nil {
+		e.log.Warn("append event", "type", typ, "err", err)
+		return fmt.Errorf("append %s event: %w", typ, err)
+	}
+	return nil
+}
