@@ -1,0 +1,141 @@
+package fake
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/drydockhq/drydock"
+)
+
+// Workspace is the part of the toolbox client the fake agent uses.
+type Workspace interface {
+	WriteFile(ctx context.Context, path string, data []byte) error
+}
+
+// Agent is the scripted agent.
+type Agent struct {
+	// Dial connects to a sandbox's toolboxd.
+	Dial func(*drydock.Sandbox) Workspace
+}
+
+var _ drydock.Agent = (*Agent)(nil)
+
+type script struct {
+	steps int
+	delay time.Duration
+	fail  string
+	hang  bool
+}
+
+var directive = regexp.MustCompile(`\[fake:([a-z]+)(?:=([^\]]*))?\]`)
+
+func parse(task string) (script, error) {
+	s := script{steps: 3, delay: 300 * time.Millisecond}
+	for _, m := range directive.FindAllStringSubmatch(task, -1) {
+		switch m[1] {
+		case "steps":
+			n, err := strconv.Atoi(m[2])
+			if err != nil || n < 0 || n > 10000 {
+				return s, drydock.Errorf(drydock.EINVALID, "fake agent: steps must be 0..10000, got %q", m[2])
+			}
+			s.steps = n
+		case "delay":
+			d, err := time.ParseDuration(m[2])
+			if err != nil || d < 0 {
+				return s, drydock.Errorf(drydock.EINVALID, "fake agent: bad delay %q", m[2])
+			}
+			s.delay = d
+		case "fail":
+			s.fail = m[2]
+			if s.fail == "" {
+				s.fail = "scripted failure"
+			}
+		case "hang":
+			s.hang = true
+		default:
+			return s, drydock.Errorf(drydock.EINVALID, "fake agent: unknown directive %q", m[1])
+		}
+	}
+	return s, nil
+}
+
+// Run performs the scripted steps, skipping those the event log shows as
+// done, so a recovered job continues where it stopped.
+func (a *Agent) Run(ctx context.Context, run *drydock.AgentRun) (*drydock.AgentOutcome, error) {
+	sc, err := parse(run.Job.Task)
+	if err != nil {
+		return nil, err
+	}
+	ws := a.Dial(run.Sandbox)
+	done := 0
+	for _, e := range run.History {
+		if e.Type == drydock.EventObservation {
+			done++
+		}
+	}
+	usage := run.Job.Usage
+	for step := done + 1; step <= sc.steps; step++ {
+		if err := sleep(ctx, sc.delay); err != nil {
+			return nil, err
+		}
+		callID := fmt.Sprintf("call_%d", step)
+		path := fmt.Sprintf("notes/step-%03d.md", step)
+		body := fmt.Sprintf("# Step %d\n\nTask: %s\n", step, firstLine(run.Job.Task))
+		run.Events.Emit(ctx, drydock.EventModel, map[string]any{"text": fmt.Sprintf("Step %d: I will write %s.", step, path)})
+		input, _ := json.Marshal(map[string]string{"command": "create", "path": path, "file_text": body})
+		run.Events.Emit(ctx, drydock.EventToolCall, map[string]any{"id": callID, "name": "str_replace_based_edit_tool", "input": json.RawMessage(input)})
+		obs := map[string]any{"id": callID, "name": "str_replace_based_edit_tool", "output": "File created successfully at: " + path}
+		if err := ws.WriteFile(ctx, path, []byte(body)); err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			obs["output"], obs["is_error"] = "Error: "+err.Error(), true
+		}
+		run.Events.Emit(ctx, drydock.EventObservation, obs)
+		stepUsage := drydock.Usage{InputTokens: int64(200 + 50*step), OutputTokens: int64(len(body) / 4)}
+		usage = usage.Add(stepUsage)
+		run.Events.Emit(ctx, drydock.EventUsage, stepUsage)
+		if err := run.Progress(ctx, step, usage); err != nil {
+			return nil, fmt.Errorf("report progress: %w", err)
+		}
+	}
+	if sc.hang {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	if sc.fail != "" {
+		return nil, drydock.Errorf(drydock.EINVALID, "%s", sc.fail)
+	}
+	summary := fmt.Sprintf("Completed %d scripted steps; notes are in notes/ and SUMMARY.md.", sc.steps)
+	if err := ws.WriteFile(ctx, "SUMMARY.md", []byte(summary+"\n")); err != nil {
+		return nil, fmt.Errorf("write summary: %w", err)
+	}
+	return &drydock.AgentOutcome{Summary: summary}, nil
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	if len(s) > 200 {
+		s = s[:200]
+	}
+	return s
+}
