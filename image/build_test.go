@@ -1,0 +1,146 @@
+package image
+
+import (
+	"bufio"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/drydockhq/drydock"
+)
+
+func TestPackages(t *testing.T) {
+	t.Parallel()
+	headless := Packages(drydock.ProfileHeadless)
+	desktop := Packages(drydock.ProfileDesktop)
+	for _, want := range []string{"python3", "python3-ipykernel", "python3-jupyter-server", "nodejs", "node-typescript", "git", "build-essential", "curl", "ca-certificates"} {
+		if !slices.Contains(headless, want) {
+			t.Errorf("headless packages lack %s", want)
+		}
+		if !slices.Contains(desktop, want) {
+			t.Errorf("desktop packages lack %s", want)
+		}
+	}
+	for _, want := range []string{"xvfb", "fluxbox", "x11vnc", "xdotool", "imagemagick"} {
+		if !slices.Contains(desktop, want) {
+			t.Errorf("desktop packages lack %s", want)
+		}
+		if slices.Contains(headless, want) {
+			t.Errorf("headless packages include desktop package %s", want)
+		}
+	}
+}
+
+// The Dockerfile builds the same image for users with a registry; its
+// configuration lines must match what the importer applies.
+func TestDockerfileMatchesChanges(t *testing.T) {
+	t.Parallel()
+	f, err := os.Open(filepath.Join("..", "Dockerfile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var got []string
+	inFinalStage := false
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if strings.HasPrefix(line, "FROM ") {
+			inFinalStage = strings.Contains(line, "debian:bookworm-slim")
+			continue
+		}
+		if !inFinalStage {
+			continue
+		}
+		for _, kw := range []string{"USER ", "WORKDIR ", "ENV ", "LABEL ", "ENTRYPOINT "} {
+			if strings.HasPrefix(line, kw) {
+				got = append(got, line)
+			}
+		}
+	}
+	want := Changes("${PROFILE}")
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Dockerfile configuration differs from Changes (-want +got):\n%s", diff)
+	}
+}
+
+func TestCheckStatic(t *testing.T) {
+	t.Parallel()
+	if err := checkStatic(""); drydock.ErrorCode(err) != drydock.EINVALID {
+		t.Errorf("empty path: got %v, want EINVALID", err)
+	}
+	if runtime.GOOS == "linux" {
+		// The test binary itself links libc on most hosts only with cgo;
+		// /bin/sh is always dynamic on Debian.
+		if err := checkStatic("/bin/sh"); drydock.ErrorCode(err) != drydock.EINVALID {
+			t.Errorf("/bin/sh: got %v, want EINVALID for a dynamic binary", err)
+		}
+	}
+	static := buildStatic(t)
+	if err := checkStatic(static); err != nil {
+		t.Errorf("static binary refused: %v", err)
+	}
+}
+
+func buildStatic(t *testing.T) string {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "healthd")
+	cmd := exec.Command("go", "build", "-o", out, "../runtime/runtimetest/testdata/healthd")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build healthd: %v\n%s", err, b)
+	}
+	return out
+}
+
+// TestBuild runs the real build: mmdebstrap takes minutes the first time, so
+// it only runs when DRYDOCK_TEST_IMAGE_BUILD names a profile and
+// DRYDOCK_TEST_DOCKER_HOST an engine. DRYDOCK_TEST_TOOLBOXD may name the
+// toolboxd to install; the default is the test health server.
+func TestBuild(t *testing.T) {
+	profile := drydock.Profile(os.Getenv("DRYDOCK_TEST_IMAGE_BUILD"))
+	host := os.Getenv("DRYDOCK_TEST_DOCKER_HOST")
+	if profile == "" || host == "" {
+		t.Skip("set DRYDOCK_TEST_IMAGE_BUILD=headless|desktop and DRYDOCK_TEST_DOCKER_HOST to build the image")
+	}
+	toolboxd := os.Getenv("DRYDOCK_TEST_TOOLBOXD")
+	if toolboxd == "" {
+		toolboxd = buildStatic(t)
+	}
+	opts := Options{
+		Profile: profile, Toolboxd: toolboxd, DockerHost: host,
+		CacheDir: os.Getenv("DRYDOCK_TEST_IMAGE_CACHE"), Progress: tWriter{t},
+	}
+	ref, err := Build(t.Context(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("built %s", ref)
+
+	// Unchanged inputs: a no-op.
+	start := time.Now()
+	again, err := Build(t.Context(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again != ref {
+		t.Errorf("rebuild gave %s, want %s", again, ref)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("no-op rebuild took %v", d)
+	}
+}
+
+type tWriter struct{ t *testing.T }
+
+func (w tWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
