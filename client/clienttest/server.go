@@ -1,0 +1,516 @@
+// Package clienttest runs an in-memory Drydock API server for tests of code
+// built on package client (the SDK's own tests and the CLI's). It implements
+// the job routes of docs/API.md over maps instead of a store and a runner:
+// tests drive the jobs' lifecycle themselves with SetStatus, Emit and
+// SetArtifact. It is a test double for clients, not a second server: the real
+// one lives in package api.
+package clienttest
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/drydockhq/drydock"
+)
+
+// Server is the fake API. Its exported methods are safe for concurrent use.
+type Server struct {
+	// URL is the base URL of the server, such as http://127.0.0.1:41234.
+	URL string
+
+	srv *httptest.Server
+
+	mu        sync.Mutex
+	token     string
+	changed   chan struct{} // closed and replaced on every change, to wake streams
+	jobs      map[string]*drydock.Job
+	order     []string // ids in creation order
+	events    map[string][]*drydock.Event
+	artifacts map[string]map[string][]byte // id -> format -> bytes
+	nextID    int
+	drops     int      // upcoming streams to cut after their first event
+	streamIDs []string // Last-Event-ID (or after) of every stream request
+	ping      time.Duration
+}
+
+// NewServer starts a server on 127.0.0.1; Close stops it.
+func NewServer() *Server {
+	s := &Server{
+		changed:   make(chan struct{}),
+		jobs:      map[string]*drydock.Job{},
+		events:    map[string][]*drydock.Event{},
+		artifacts: map[string]map[string][]byte{},
+		ping:      15 * time.Second,
+	}
+	mux := http.NewServeMux()
+	for _, p := range []string{"POST /v1/jobs", "POST /schedule", "POST /submit"} {
+		mux.HandleFunc(p, s.schedule)
+	}
+	mux.HandleFunc("GET /v1/jobs", s.list)
+	mux.HandleFunc("GET /v1/jobs/{id}", s.job)
+	mux.HandleFunc("GET /status/{id}", s.job)
+	mux.HandleFunc("POST /v1/jobs/{id}/cancel", s.cancel)
+	mux.HandleFunc("GET /v1/jobs/{id}/events", s.eventsHandler)
+	mux.HandleFunc("GET /v1/jobs/{id}/artifact.tar.gz", s.artifact("tar.gz"))
+	mux.HandleFunc("GET /v1/jobs/{id}/artifact.zip", s.artifact("zip"))
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, drydock.Errorf(drydock.ENOTFOUND, "no route %s %s", r.Method, r.URL.Path))
+	})
+	s.srv = httptest.NewServer(s.auth(mux))
+	s.URL = s.srv.URL
+	return s
+}
+
+// Close stops the server and ends every open stream.
+func (s *Server) Close() {
+	s.srv.CloseClientConnections()
+	s.srv.Close()
+}
+
+// RequireToken makes every request need "Authorization: Bearer token".
+func (s *Server) RequireToken(token string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.token = token
+}
+
+// DropStreams makes the next n event streams end abruptly after their first
+// event, as a flaky network or a restarting server would.
+func (s *Server) DropStreams(n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.drops = n
+}
+
+// StreamResumes returns the position every event stream request asked to
+// resume from (its Last-Event-ID header, else its after parameter, else "").
+func (s *Server) StreamResumes() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.streamIDs)
+}
+
+// Job returns a copy of a job, or nil.
+func (s *Server) Job(id string) *drydock.Job {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	j, ok := s.jobs[id]
+	if !ok {
+		return nil
+	}
+	return s.view(j)
+}
+
+// AddJob stores a pending job created at the given time, as if scheduled.
+func (s *Server) AddJob(spec drydock.JobSpec, created time.Time) *drydock.Job {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.view(s.addLocked(spec, created))
+}
+
+func (s *Server) addLocked(spec drydock.JobSpec, created time.Time) *drydock.Job {
+	s.nextID++
+	if spec.Profile == "" {
+		spec.Profile = drydock.ProfileHeadless
+	}
+	j := &drydock.Job{
+		ID:        fmt.Sprintf("job%04d", s.nextID),
+		Status:    drydock.StatusPending,
+		CreatedAt: created.UTC(),
+		JobSpec:   spec,
+	}
+	s.jobs[j.ID] = j
+	s.order = append(s.order, j.ID)
+	s.emitLocked(j.ID, drydock.EventStatus, map[string]any{"status": j.Status})
+	return j
+}
+
+// SetStatus moves a job to status and records the transition as an event.
+// errMsg is the job's error for StatusError.
+func (s *Server) SetStatus(id string, status drydock.JobStatus, errMsg string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	j := s.jobs[id]
+	now := time.Now().UTC()
+	switch {
+	case status == drydock.StatusRunning && j.StartedAt == nil:
+		j.StartedAt = &now
+	case status.Terminal():
+		j.FinishedAt = &now
+	}
+	j.Status, j.Error = status, errMsg
+	data := map[string]any{"status": status}
+	if errMsg != "" {
+		data["error"] = errMsg
+	}
+	s.emitLocked(id, drydock.EventStatus, data)
+}
+
+// SetProgress sets a job's step count, usage and summary.
+func (s *Server) SetProgress(id string, steps int, usage drydock.Usage, summary string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	j := s.jobs[id]
+	j.Steps, j.Usage, j.Summary = steps, usage, summary
+	s.bump()
+}
+
+// Emit appends an event to a job's log.
+func (s *Server) Emit(id string, typ drydock.EventType, data any) *drydock.Event {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.emitLocked(id, typ, data)
+}
+
+func (s *Server) emitLocked(id string, typ drydock.EventType, data any) *drydock.Event {
+	e := drydock.NewEvent(id, typ, data)
+	e.Seq = int64(len(s.events[id]) + 1)
+	e.Time = time.Now().UTC()
+	s.events[id] = append(s.events[id], e)
+	s.bump()
+	return e
+}
+
+// SetArtifact makes a job's archive available in one format.
+func (s *Server) SetArtifact(id, format string, data []byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.artifacts[id] == nil {
+		s.artifacts[id] = map[string][]byte{}
+	}
+	s.artifacts[id][format] = data
+	s.bump()
+}
+
+func (s *Server) bump() {
+	close(s.changed)
+	s.changed = make(chan struct{})
+}
+
+// view is the job as the API shows it: a copy with its links.
+func (s *Server) view(j *drydock.Job) *drydock.Job {
+	v := *j
+	v.StatusURL = s.URL + "/v1/jobs/" + j.ID
+	v.EventsURL = v.StatusURL + "/events"
+	if j.Profile == drydock.ProfileDesktop {
+		v.VNCURL = v.StatusURL + "/vnc"
+	}
+	if len(s.artifacts[j.ID]) > 0 {
+		v.DownloadURL = v.StatusURL + "/artifact.tar.gz"
+	}
+	return &v
+}
+
+func (s *Server) auth(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		token := s.token
+		s.mu.Unlock()
+		if token != "" && r.Header.Get("Authorization") != "Bearer "+token {
+			writeError(w, drydock.Errorf(drydock.EUNAUTHORIZED, "missing or invalid API token"))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+var statusOf = map[string]int{
+	drydock.EINVALID:        http.StatusBadRequest,
+	drydock.EUNAUTHORIZED:   http.StatusUnauthorized,
+	drydock.EFORBIDDEN:      http.StatusForbidden,
+	drydock.ENOTFOUND:       http.StatusNotFound,
+	drydock.ECONFLICT:       http.StatusConflict,
+	drydock.ETOOLARGE:       http.StatusRequestEntityTooLarge,
+	drydock.EUNAVAILABLE:    http.StatusServiceUnavailable,
+	drydock.ENOTIMPLEMENTED: http.StatusNotImplemented,
+}
+
+func writeError(w http.ResponseWriter, err error) {
+	code := drydock.ErrorCode(err)
+	st, ok := statusOf[code]
+	if !ok {
+		st = http.StatusInternalServerError
+	}
+	writeJSON(w, st, map[string]any{"error": map[string]string{"code": code, "message": drydock.ErrorMessage(err)}})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func (s *Server) schedule(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		drydock.JobSpec
+		Prompt string `json:"prompt"`
+	}
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			writeError(w, drydock.Errorf(drydock.ETOOLARGE, "body is larger than 1 MiB"))
+			return
+		}
+		writeError(w, drydock.Errorf(drydock.EINVALID, "bad job request: %v", err))
+		return
+	}
+	spec := req.JobSpec
+	if spec.Task == "" {
+		spec.Task = req.Prompt
+	}
+	spec.Normalize()
+	if err := spec.Validate(); err != nil {
+		writeError(w, err)
+		return
+	}
+	s.mu.Lock()
+	j := s.view(s.addLocked(spec, time.Now()))
+	s.mu.Unlock()
+	w.Header().Set("Location", j.StatusURL)
+	writeJSON(w, http.StatusCreated, j)
+}
+
+func (s *Server) lookup(w http.ResponseWriter, r *http.Request) (*drydock.Job, bool) {
+	j, ok := s.jobs[r.PathValue("id")]
+	if !ok {
+		writeError(w, drydock.Errorf(drydock.ENOTFOUND, "job %s not found", r.PathValue("id")))
+	}
+	return j, ok
+}
+
+func (s *Server) job(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if j, ok := s.lookup(w, r); ok {
+		writeJSON(w, http.StatusOK, s.view(j))
+	}
+}
+
+func (s *Server) cancel(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	j, ok := s.lookup(w, r)
+	if !ok {
+		return
+	}
+	if j.Status == drydock.StatusPending {
+		now := time.Now().UTC()
+		j.Status, j.FinishedAt = drydock.StatusCancelled, &now
+		s.emitLocked(j.ID, drydock.EventStatus, map[string]any{"status": j.Status})
+	}
+	writeJSON(w, http.StatusAccepted, s.view(j))
+}
+
+func intParam(r *http.Request, name string, def, lo, hi int64) (int64, error) {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < lo || n > hi {
+		return 0, drydock.Errorf(drydock.EINVALID, "%s must be an integer from %d to %d", name, lo, hi)
+	}
+	return n, nil
+}
+
+func (s *Server) list(w http.ResponseWriter, r *http.Request) {
+	limit, err := intParam(r, "limit", 50, 1, 500)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	var want []drydock.JobStatus
+	for _, v := range r.URL.Query()["status"] {
+		for st := range strings.SplitSeq(v, ",") {
+			if !drydock.JobStatus(st).Valid() {
+				writeError(w, drydock.Errorf(drydock.EINVALID, "unknown status %q", st))
+				return
+			}
+			want = append(want, drydock.JobStatus(st))
+		}
+	}
+	// The cursor is the number of matching jobs already listed; the real
+	// server's is opaque, and clients must treat this one so too.
+	skip := 0
+	if c := r.URL.Query().Get("cursor"); c != "" {
+		if skip, err = strconv.Atoi(strings.TrimPrefix(c, "c")); err != nil || !strings.HasPrefix(c, "c") {
+			writeError(w, drydock.Errorf(drydock.EINVALID, "bad cursor"))
+			return
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var matched []*drydock.Job
+	for _, id := range slices.Backward(s.order) {
+		j := s.jobs[id]
+		if len(want) == 0 || slices.Contains(want, j.Status) {
+			matched = append(matched, s.view(j))
+		}
+	}
+	page := struct {
+		Jobs       []*drydock.Job `json:"jobs"`
+		NextCursor string         `json:"next_cursor"`
+	}{Jobs: []*drydock.Job{}}
+	if skip < len(matched) {
+		end := min(skip+int(limit), len(matched))
+		page.Jobs = matched[skip:end]
+		if end < len(matched) {
+			page.NextCursor = "c" + strconv.Itoa(end)
+		}
+	}
+	writeJSON(w, http.StatusOK, page)
+}
+
+func (s *Server) eventsHandler(w http.ResponseWriter, r *http.Request) {
+	if strings.Contains(r.Header.Get("Accept"), "text/event-stream") || r.URL.Query().Get("stream") == "true" {
+		s.stream(w, r)
+		return
+	}
+	after, err := intParam(r, "after", 0, 0, 1<<62)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	limit, err := intParam(r, "limit", 100, 1, 1000)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	j, ok := s.lookup(w, r)
+	if !ok {
+		return
+	}
+	all := s.events[j.ID]
+	page := struct {
+		Events    []*drydock.Event `json:"events"`
+		NextAfter int64            `json:"next_after"`
+		Done      bool             `json:"done"`
+	}{Events: []*drydock.Event{}, NextAfter: after}
+	for _, e := range all {
+		if e.Seq > after && len(page.Events) < int(limit) {
+			page.Events = append(page.Events, e)
+			page.NextAfter = e.Seq
+		}
+	}
+	page.Done = j.Status.Terminal() && page.NextAfter >= int64(len(all))
+	writeJSON(w, http.StatusOK, page)
+}
+
+func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
+	resume := r.Header.Get("Last-Event-ID")
+	if resume == "" {
+		resume = r.URL.Query().Get("after")
+	}
+	var last int64
+	if resume != "" {
+		var err error
+		if last, err = strconv.ParseInt(resume, 10, 64); err != nil {
+			writeError(w, drydock.Errorf(drydock.EINVALID, "Last-Event-ID must be an event sequence number"))
+			return
+		}
+	}
+	s.mu.Lock()
+	s.streamIDs = append(s.streamIDs, resume)
+	_, ok := s.lookup(w, r)
+	drop := s.drops > 0
+	if drop {
+		s.drops--
+	}
+	s.mu.Unlock()
+	if !ok {
+		return
+	}
+	id := r.PathValue("id")
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	fl := http.NewResponseController(w)
+	_ = fl.Flush()
+	ping := time.NewTicker(s.ping)
+	defer ping.Stop()
+	for {
+		s.mu.Lock()
+		log := s.events[id]
+		pending := slices.Clone(log[min(last, int64(len(log))):])
+		done := s.jobs[id].Status.Terminal()
+		changed := s.changed
+		s.mu.Unlock()
+		for _, e := range pending {
+			b, _ := json.Marshal(e)
+			if _, err := fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", e.Seq, e.Type, b); err != nil {
+				return
+			}
+			last = e.Seq
+			if drop {
+				_ = fl.Flush()
+				// Hijacking cuts the TCP connection mid-stream, which is what
+				// the client must survive.
+				if conn, _, err := fl.Hijack(); err == nil {
+					_ = conn.Close()
+				}
+				return
+			}
+		}
+		if done {
+			_, _ = io.WriteString(w, "event: end\ndata: {}\n\n")
+			_ = fl.Flush()
+			return
+		}
+		if err := fl.Flush(); err != nil {
+			return
+		}
+		select {
+		case <-r.Context().Done():
+			return
+		case <-changed:
+		case <-ping.C:
+			if _, err := io.WriteString(w, ": ping\n\n"); err != nil {
+				return
+			}
+		}
+	}
+}
+
+func (s *Server) artifact(format string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		j, ok := s.lookup(w, r)
+		var (
+			data   []byte
+			status drydock.JobStatus
+		)
+		if ok {
+			data, status = s.artifacts[j.ID][format], j.Status
+		}
+		s.mu.Unlock()
+		if !ok {
+			return
+		}
+		id := r.PathValue("id")
+		if data == nil {
+			writeError(w, drydock.Errorf(drydock.ECONFLICT, "job %s has no archived workspace yet (status %s)", id, status))
+			return
+		}
+		ct := "application/gzip"
+		if format == "zip" {
+			ct = "application/zip"
+		}
+		w.Header().Set("Content-Type", ct)
+		w.Header().Set("Content-Disposition", fmt.Sprintf("attachment; filename=%q", id+"."+format))
+		w.Header().Set("Content-Length", strconv.Itoa(len(data)))
+		_, _ = w.Write(data)
+	}
+}

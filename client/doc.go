@@ -1,0 +1,13 @@
+// Package client is the Go SDK for Drydock's HTTP API: schedule jobs, read
+// their status and event logs (paged or live over Server-Sent Events), wait
+// for them to finish, cancel them and download their workspaces. The drydock
+// CLI is built on it.
+//
+// Errors the server returns come back as *drydock.Error with the server's
+// code and message, so drydock.ErrorCode and drydock.IsRetryable work on the
+// client side too. A server that cannot be reached gives a *ConnError, whose
+// code is drydock.EUNAVAILABLE.
+//
+// Calls take a context and nothing else bounds them: event streams and
+// downloads may legitimately run for hours.
+package client
