@@ -79,7 +79,7 @@ func (w *jsonMuxErrors) WriteHeader(status int) {
 	h := w.Header()
 	if (status == http.StatusNotFound || status == http.StatusMethodNotAllowed) &&
 		h.Get("Content-Type") == "text/plain; charset=utf-8" {
-		code, msg := drydock.ENOTFOUND, "no such route"
+		code, msg := drydock.ENOTFOUND, "no such route; see /openapi.json"
 		if status == http.StatusMethodNotAllowed {
 			code, msg = eMethodNotAllowed, "method not allowed; allowed: "+h.Get("Allow")
 		}

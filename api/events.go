@@ -151,6 +151,8 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, id string,
 		select {
 		case <-ctx.Done():
 			return
+		case <-s.closing:
+			return
 		case <-changed:
 		case <-poll.C:
 		case <-ping.C:

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"runtime/debug"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/drydockhq/drydock"
@@ -50,6 +51,8 @@ type Server struct {
 	reqs      *prometheus.CounterVec
 	latency   *prometheus.HistogramVec
 	routes    []route
+	closing   chan struct{}
+	closeOnce sync.Once
 }
 
 type route struct{ method, pattern string }
@@ -80,6 +83,7 @@ func New(cfg Config, store *watch.Store, queue Queue, artifacts drydock.Artifact
 			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
 		}, []string{"route"}),
 	}
+	s.closing = make(chan struct{})
 	reg.MustRegister(s.reqs, s.latency)
 	s.routesSetup()
 	s.handler = s.instrument(s.mux)
@@ -102,9 +106,6 @@ func (s *Server) routesSetup() {
 	s.handle("GET /readyz", http.HandlerFunc(s.handleReadyz))
 	s.handle("GET /metrics", promhttp.HandlerFor(s.gatherer, promhttp.HandlerOpts{}))
 	s.handle("GET /openapi.json", http.HandlerFunc(s.handleOpenAPI))
-	s.mux.Handle("/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s.writeError(w, r, drydock.Errorf(drydock.ENOTFOUND, "no route for %s %s; see /openapi.json", r.Method, r.URL.Path))
-	}))
 }
 
 func (s *Server) handle(pattern string, h http.Handler) {
@@ -130,6 +131,10 @@ func (s *Server) Routes() [][2]string {
 	}
 	return out
 }
+
+// Shutdown ends open event streams so that http.Server.Shutdown can finish;
+// clients reconnect with Last-Event-ID to another replica or after restart.
+func (s *Server) Shutdown() { s.closeOnce.Do(func() { close(s.closing) }) }
 
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
 
