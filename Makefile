@@ -1,0 +1,48 @@
+# Drydock: two commands on a fresh Debian 12 machine (as root):
+#   make run    install what is missing, build, build the sandbox image, start the server on 127.0.0.1:8080
+#   make test   install and start the test dependencies, run every test, stop them again
+SHELL := /bin/bash
+GO ?= $(shell command -v go || echo /usr/local/go/bin/go)
+VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -s -w -X main.version=$(VERSION)
+
+.PHONY: all build run test test-short bench lint image clean
+
+all: build
+
+build: bin/drydock bin/toolboxd
+
+bin/drydock: FORCE
+	@mkdir -p bin
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/drydock ./cmd/drydock
+
+# toolboxd runs inside the sandbox: static, no libc.
+bin/toolboxd: FORCE
+	@mkdir -p bin
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/toolboxd ./cmd/toolboxd
+
+FORCE:
+
+run: build
+	./scripts/run.sh
+
+image: build
+	./bin/drydock image build --profile headless
+	./bin/drydock image build --profile desktop
+
+test:
+	./scripts/test.sh
+
+# Unit tests only: no daemons, no images (what `go test ./...` does anyway).
+test-short:
+	$(GO) test ./...
+
+bench: build
+	./scripts/bench.sh
+
+lint:
+	@test -z "$$(gofmt -l .)" || { gofmt -l .; echo "gofmt: run 'gofmt -w .'"; exit 1; }
+	$(GO) vet ./...
+
+clean:
+	rm -rf bin

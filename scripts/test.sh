@@ -1,0 +1,58 @@
+#!/bin/bash
+# make test: install the test dependencies, start private daemons (dockerd,
+# Podman's API service), build the binaries and sandbox images, run every
+# test with those daemons, and stop the daemons again, also on failure.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. scripts/lib.sh
+ensure_go
+START=$(date +%s)
+
+apt_install ca-certificates curl git docker.io podman uidmap mmdebstrap
+if [ -x scripts/testenv/sandbox-tools.sh ]; then
+	# Tools the in-sandbox packages' own tests use on the host (Xvfb, x11vnc,
+	# xdotool, Jupyter kernel, node, tsc).
+	scripts/testenv/sandbox-tools.sh
+fi
+
+cleanup() {
+	set +e
+	scripts/testenv/podman-down.sh >/dev/null 2>&1
+	scripts/testenv/docker-down.sh >/dev/null 2>&1
+}
+trap cleanup EXIT
+
+log "starting private dockerd and Podman API service"
+eval "$(scripts/testenv/docker-up.sh | grep '^DRYDOCK_TEST_')"
+eval "$(scripts/testenv/podman-up.sh | grep '^DRYDOCK_TEST_')"
+export DRYDOCK_TEST_DOCKER_HOST DRYDOCK_TEST_PODMAN_HOST
+
+log "lint"
+test -z "$(gofmt -l .)" || { gofmt -l .; echo "gofmt needed" >&2; exit 1; }
+go vet ./...
+
+log "build"
+make -s build
+
+log "sandbox images (cached by input hash)"
+for host in "$DRYDOCK_TEST_DOCKER_HOST" "$DRYDOCK_TEST_PODMAN_HOST"; do
+	./bin/drydock image build --profile headless --docker-host "$host"
+	./bin/drydock image build --profile desktop --docker-host "$host"
+done
+export DRYDOCK_TEST_IMAGE_HEADLESS=drydock-sandbox:headless
+export DRYDOCK_TEST_IMAGE_DESKTOP=drydock-sandbox:desktop
+export DRYDOCK_TEST_BIN="$PWD/bin/drydock"
+export DRYDOCK_TEST_TOOLBOXD="$PWD/bin/toolboxd"
+export DRYDOCK_TEST_E2E=1
+
+log "go test (every package; daemons available)"
+go test -count=1 -timeout 25m ./...
+
+log "fuzz targets, bounded"
+for target in $(grep -rl --include='*_test.go' '^func Fuzz' . | xargs -r dirname | sort -u); do
+	for f in $(grep -ho '^func Fuzz[A-Za-z0-9_]*' "$target"/*_test.go | sed 's/^func //'); do
+		go test -run='^$' -fuzz="^$f\$" -fuzztime=10s "$target" >/dev/null
+	done
+done
+
+log "all tests passed in $(( $(date +%s) - START ))s"
