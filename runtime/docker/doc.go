@@ -1,0 +1,28 @@
+// Package docker runs sandboxes as containers through the Docker Engine API,
+// with API-version negotiation, so that one implementation serves Docker
+// (20.10 and later) and Podman's Docker-compatible socket alike.
+//
+// Every sandbox is one container, created with the security defaults of the
+// design: user 1000 in /workspace, all capabilities dropped,
+// no-new-privileges, the engine's default seccomp profile, a read-only root
+// filesystem, memory, CPU and pids limits, and no network at all unless the
+// spec names egress destinations. The engine's socket is never mounted.
+//
+// toolboxd listens on a unix socket in a per-sandbox host directory
+// (StateDir/<id>/toolbox, mounted at /run/toolbox), so the orchestrator
+// reaches it without any network. The sandbox's random token is given to
+// toolboxd in its environment and kept on the host in a 0600 file beside
+// that directory (never in a label), where Get finds it again after an
+// orchestrator restart. The directory is mode 0777 inside a 0700 parent:
+// uid 1000 in the container (which is another uid on the host under
+// rootless Podman) must create the socket, and no other host user can
+// reach it through the parent.
+//
+// /workspace, /tmp and /home/agent are size-limited tmpfs mounts. A tmpfs is
+// the one size-limited writable filesystem that Docker and Podman both give
+// without a quota-capable backing filesystem (overlay2 on xfs with pquota),
+// which this machine and most hosts lack. Its cost: the workspace does not
+// survive a container restart (the orchestrator archives it through toolboxd
+// before destroying a sandbox, and restarts are not part of the lifecycle),
+// and its pages count against the sandbox's memory limit.
+package docker

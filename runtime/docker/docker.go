@@ -1,0 +1,592 @@
+package docker
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"maps"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/mount"
+	"github.com/moby/moby/client"
+
+	"github.com/drydockhq/drydock"
+)
+
+var _ drydock.Runtime = (*Runtime)(nil)
+
+// Labels this runtime adds to the ones every runtime sets.
+const (
+	labelProfile  = "drydock.profile"
+	labelStateDir = "drydock.state-dir"
+)
+
+// Paths inside the sandbox.
+const (
+	toolboxDir    = "/run/toolbox"
+	toolboxSocket = "toolboxd.sock"
+	workspaceDir  = "/workspace"
+	homeDir       = "/home/agent"
+	sandboxUser   = "1000:1000"
+)
+
+// The environment toolboxd reads. TOOLBOXD_LISTEN is a URL
+// (unix:///path or tcp://host:port).
+const (
+	EnvListen      = "TOOLBOXD_LISTEN"
+	EnvToken       = "TOOLBOXD_TOKEN"
+	EnvVNCPassword = "TOOLBOXD_VNC_PASSWORD"
+	EnvProfile     = "TOOLBOXD_PROFILE"
+	EnvWorkspace   = "TOOLBOXD_WORKSPACE"
+)
+
+// DefaultResources are the limits of a sandbox whose spec leaves them zero.
+var DefaultResources = drydock.Resources{
+	CPUs:           2,
+	MemoryBytes:    4 << 30,
+	PidsLimit:      1024,
+	WorkspaceBytes: 2 << 30,
+	TmpBytes:       1 << 30,
+}
+
+// homeBytes bounds /home/agent: dotfiles, caches and Jupyter's runtime
+// files, not work.
+const homeBytes = 256 << 20
+
+// idPattern is the shape of the ids this runtime hands out. Anything else is
+// not ours, which also keeps ids from naming paths outside StateDir.
+var idPattern = regexp.MustCompile(`^drydock-[0-9a-f]{16}$`)
+
+// Options configures a Runtime.
+type Options struct {
+	// Host is the engine's address (unix:///var/run/docker.sock, Podman's
+	// socket, tcp://...); empty means DOCKER_HOST or the default socket. The
+	// engine must run on this host: toolboxd's socket directory is a bind
+	// mount of a local path.
+	Host string
+	// ServerID is the value of the drydock.server label on sandboxes this
+	// runtime creates.
+	ServerID string
+	// StateDir holds one directory per sandbox (toolboxd's socket and the
+	// secrets file). Empty means /run/drydock/sandboxes for root and
+	// $XDG_RUNTIME_DIR/drydock/sandboxes (or a per-user temp dir) otherwise.
+	StateDir string
+	// Images maps a profile to the image used when a spec names none.
+	// Missing profiles use drydock-sandbox:<profile>.
+	Images map[drydock.Profile]string
+	// Defaults overrides DefaultResources field by field.
+	Defaults drydock.Resources
+	// OCIRuntime selects the engine's container runtime (runsc for gVisor,
+	// kata-runtime, ...); empty means the engine's default.
+	OCIRuntime string
+	// EgressNetwork is the network a sandbox joins when its spec allows
+	// egress; empty means "bridge" (Docker) or the engine's default.
+	EgressNetwork string
+	// Logger receives one line per create and destroy; nil discards.
+	Logger *slog.Logger
+}
+
+// Runtime is a drydock.Runtime on a Docker-compatible engine.
+type Runtime struct {
+	cli      *client.Client
+	opts     Options
+	stateDir string
+	log      *slog.Logger
+
+	mu     sync.Mutex
+	engine string // "docker" or "podman" once known
+}
+
+// New connects to the engine. It does not contact it: the first call does,
+// negotiating the API version.
+func New(opts Options) (*Runtime, error) {
+	clientOpts := []client.Opt{client.FromEnv, client.WithAPIVersionNegotiation()}
+	if opts.Host != "" {
+		clientOpts = append(clientOpts, client.WithHost(opts.Host))
+	}
+	cli, err := client.New(clientOpts...)
+	if err != nil {
+		return nil, fmt.Errorf("docker client for %q: %w", opts.Host, err)
+	}
+	stateDir := opts.StateDir
+	if stateDir == "" {
+		stateDir = defaultStateDir()
+	}
+	stateDir, err = filepath.Abs(stateDir)
+	if err != nil {
+		return nil, fmt.Errorf("state dir: %w", err)
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Runtime{cli: cli, opts: opts, stateDir: stateDir, log: log.With("component", "runtime.docker")}, nil
+}
+
+func defaultStateDir() string {
+	if os.Geteuid() == 0 {
+		return "/run/drydock/sandboxes"
+	}
+	if d := os.Getenv("XDG_RUNTIME_DIR"); d != "" {
+		return filepath.Join(d, "drydock", "sandboxes")
+	}
+	return filepath.Join(os.TempDir(), fmt.Sprintf("drydock-%d", os.Geteuid()), "sandboxes")
+}
+
+// Close releases the client's connections.
+func (r *Runtime) Close() error { return r.cli.Close() }
+
+// Client returns the engine client, for callers that need what the Runtime
+// interface does not offer (tests exec into sandboxes with it).
+func (r *Runtime) Client() *client.Client { return r.cli }
+
+// Name implements drydock.Runtime.
+func (r *Runtime) Name() string { return "docker" }
+
+// secrets is what the 0600 file beside the socket directory holds.
+type secrets struct {
+	Token       string `json:"token"`
+	VNCPassword string `json:"vnc_password"`
+}
+
+// Create implements drydock.Runtime.
+func (r *Runtime) Create(ctx context.Context, spec drydock.SandboxSpec) (*drydock.Sandbox, error) {
+	if spec.JobID == "" {
+		return nil, drydock.Errorf(drydock.EINVALID, "sandbox spec has no job id")
+	}
+	if spec.Profile == "" {
+		spec.Profile = drydock.ProfileHeadless
+	}
+	if !spec.Profile.Valid() {
+		return nil, drydock.Errorf(drydock.EINVALID, "unknown sandbox profile %q", spec.Profile)
+	}
+	for _, e := range spec.Egress {
+		if strings.TrimSpace(e) == "" {
+			return nil, drydock.Errorf(drydock.EINVALID, "empty egress destination")
+		}
+	}
+	img := spec.Image
+	if img == "" {
+		img = r.opts.Images[spec.Profile]
+	}
+	if img == "" {
+		img = "drydock-sandbox:" + string(spec.Profile)
+	}
+	res := r.resources(spec.Resources)
+	if err := validResources(res); err != nil {
+		return nil, err
+	}
+
+	id := "drydock-" + randHex(8)
+	dir := filepath.Join(r.stateDir, id)
+	sec := secrets{Token: randToken(32), VNCPassword: vncPassword()}
+	if err := r.makeStateDir(dir, sec); err != nil {
+		return nil, fmt.Errorf("create sandbox %s: %w", id, err)
+	}
+	sb, err := r.createContainer(ctx, id, dir, img, spec, res, sec)
+	if err != nil {
+		// Nothing may be left behind: a context cancelled mid-create must
+		// not keep the cleanup from running.
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		defer cancel()
+		if _, rerr := r.cli.ContainerRemove(cctx, id, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true}); rerr != nil && !cerrdefs.IsNotFound(rerr) {
+			r.log.Warn("remove container of failed create", "sandbox", id, "err", rerr)
+		}
+		if rerr := os.RemoveAll(dir); rerr != nil {
+			r.log.Warn("remove state dir of failed create", "sandbox", id, "err", rerr)
+		}
+		return nil, err
+	}
+	r.log.Info("sandbox created", "sandbox", id, "job", spec.JobID, "image", img, "profile", spec.Profile)
+	return sb, nil
+}
+
+func (r *Runtime) createContainer(ctx context.Context, id, dir, img string, spec drydock.SandboxSpec, res drydock.Resources, sec secrets) (*drydock.Sandbox, error) {
+	labels := maps.Clone(spec.Labels)
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels[drydock.LabelManaged] = "true"
+	labels[drydock.LabelJob] = spec.JobID
+	labels[drydock.LabelServer] = r.opts.ServerID
+	labels[labelProfile] = string(spec.Profile)
+	labels[labelStateDir] = dir
+
+	env := maps.Clone(spec.Env)
+	if env == nil {
+		env = map[string]string{}
+	}
+	env[EnvListen] = "unix://" + toolboxDir + "/" + toolboxSocket
+	env[EnvToken] = sec.Token
+	env[EnvVNCPassword] = sec.VNCPassword
+	env[EnvProfile] = string(spec.Profile)
+	env[EnvWorkspace] = workspaceDir
+	var envList []string
+	for _, k := range slices.Sorted(maps.Keys(env)) {
+		envList = append(envList, k+"="+env[k])
+	}
+
+	network := container.NetworkMode("none")
+	if len(spec.Egress) > 0 {
+		network = container.NetworkMode(r.opts.EgressNetwork)
+		if network == "" {
+			network = "bridge"
+		}
+	}
+	podman, err := r.isPodman(ctx)
+	if err != nil {
+		return nil, err
+	}
+	pids := res.PidsLimit
+	hc := &container.HostConfig{
+		NetworkMode:    network,
+		CapDrop:        []string{"ALL"},
+		SecurityOpt:    []string{"no-new-privileges"},
+		ReadonlyRootfs: true,
+		Runtime:        r.opts.OCIRuntime,
+		Tmpfs: map[string]string{
+			workspaceDir: tmpfsOpts(podman, res.WorkspaceBytes, "0755", true),
+			homeDir:      tmpfsOpts(podman, homeBytes, "0755", true),
+			"/tmp":       tmpfsOpts(podman, res.TmpBytes, "1777", false),
+		},
+		Mounts: []mount.Mount{{Type: mount.TypeBind, Source: filepath.Join(dir, "toolbox"), Target: toolboxDir}},
+		Resources: container.Resources{
+			Memory:     res.MemoryBytes,
+			MemorySwap: res.MemoryBytes, // no swap: the limit is the limit
+			NanoCPUs:   int64(res.CPUs * 1e9),
+			PidsLimit:  &pids,
+		},
+	}
+	cfg := &container.Config{
+		Image:      img,
+		Hostname:   "sandbox",
+		User:       sandboxUser,
+		WorkingDir: workspaceDir,
+		Env:        envList,
+		Labels:     labels,
+	}
+	if _, err := r.cli.ContainerCreate(ctx, client.ContainerCreateOptions{Name: id, Config: cfg, HostConfig: hc}); err != nil {
+		if cerrdefs.IsNotFound(err) {
+			return nil, drydock.Errorf(drydock.EINVALID, "sandbox image %s not found (build it with drydock image build)", img)
+		}
+		return nil, engineError(fmt.Sprintf("create sandbox %s", id), err)
+	}
+	if _, err := r.cli.ContainerStart(ctx, id, client.ContainerStartOptions{}); err != nil {
+		return nil, engineError(fmt.Sprintf("start sandbox %s", id), err)
+	}
+	return &drydock.Sandbox{
+		ID:          id,
+		Runtime:     r.Name(),
+		Profile:     spec.Profile,
+		Labels:      labels,
+		State:       drydock.SandboxRunning,
+		CreatedAt:   time.Now().UTC(),
+		Endpoint:    endpoint(dir),
+		Token:       sec.Token,
+		VNCPassword: sec.VNCPassword,
+	}, nil
+}
+
+// tmpfsOpts: the sandbox's own tmpfs mounts. exec is explicit because the
+// engines default to noexec, and agents build and run programs in their
+// workspace and home. Docker passes uid= and gid= to the kernel; Podman
+// refuses them and has its own U (chown to the container's user).
+func tmpfsOpts(podman bool, size int64, mode string, owned bool) string {
+	o := []string{"rw", "nosuid", "nodev", "exec", "size=" + strconv.FormatInt(size, 10), "mode=" + mode}
+	if owned && podman {
+		o = append(o, "U")
+	} else if owned {
+		o = append(o, "uid=1000", "gid=1000")
+	}
+	return strings.Join(o, ",")
+}
+
+// isPodman asks the engine once what it is. Podman names itself in the
+// version's components; Docker never does.
+func (r *Runtime) isPodman(ctx context.Context) (bool, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.engine == "" {
+		v, err := r.cli.ServerVersion(ctx, client.ServerVersionOptions{})
+		if err != nil {
+			return false, engineError("engine version", err)
+		}
+		r.engine = "docker"
+		for _, c := range v.Components {
+			if strings.HasPrefix(c.Name, "Podman") {
+				r.engine = "podman"
+			}
+		}
+	}
+	return r.engine == "podman", nil
+}
+
+func (r *Runtime) resources(spec drydock.Resources) drydock.Resources {
+	pick := func(vals ...float64) float64 {
+		for _, v := range vals {
+			if v > 0 {
+				return v
+			}
+		}
+		return 0
+	}
+	return drydock.Resources{
+		CPUs:           pick(spec.CPUs, r.opts.Defaults.CPUs, DefaultResources.CPUs),
+		MemoryBytes:    int64(pick(float64(spec.MemoryBytes), float64(r.opts.Defaults.MemoryBytes), float64(DefaultResources.MemoryBytes))),
+		PidsLimit:      int64(pick(float64(spec.PidsLimit), float64(r.opts.Defaults.PidsLimit), float64(DefaultResources.PidsLimit))),
+		WorkspaceBytes: int64(pick(float64(spec.WorkspaceBytes), float64(r.opts.Defaults.WorkspaceBytes), float64(DefaultResources.WorkspaceBytes))),
+		TmpBytes:       int64(pick(float64(spec.TmpBytes), float64(r.opts.Defaults.TmpBytes), float64(DefaultResources.TmpBytes))),
+	}
+}
+
+func validResources(r drydock.Resources) error {
+	switch {
+	case r.CPUs < 0.01:
+		return drydock.Errorf(drydock.EINVALID, "cpus %.3g is below the minimum of 0.01", r.CPUs)
+	case r.MemoryBytes < 32<<20:
+		return drydock.Errorf(drydock.EINVALID, "memory %d bytes is below the minimum of 32 MiB", r.MemoryBytes)
+	case r.PidsLimit < 16:
+		return drydock.Errorf(drydock.EINVALID, "pids limit %d is below the minimum of 16", r.PidsLimit)
+	case r.WorkspaceBytes < 1<<20 || r.TmpBytes < 1<<20:
+		return drydock.Errorf(drydock.EINVALID, "workspace and tmp must be at least 1 MiB")
+	}
+	return nil
+}
+
+// makeStateDir creates StateDir/<id> (0700) holding the secrets file (0600)
+// and the socket directory toolbox/ (0777, see the package doc).
+func (r *Runtime) makeStateDir(dir string, sec secrets) error {
+	if err := os.MkdirAll(r.stateDir, 0o700); err != nil {
+		return fmt.Errorf("create state dir: %w", err)
+	}
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		return fmt.Errorf("create sandbox dir: %w", err)
+	}
+	sock := filepath.Join(dir, "toolbox")
+	if err := os.Mkdir(sock, 0o777); err != nil {
+		return fmt.Errorf("create socket dir: %w", err)
+	}
+	// Mkdir's mode is filtered by the umask.
+	if err := os.Chmod(sock, 0o777); err != nil {
+		return fmt.Errorf("chmod socket dir: %w", err)
+	}
+	data, err := json.Marshal(sec)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "secrets.json"), data, 0o600); err != nil {
+		return fmt.Errorf("write secrets: %w", err)
+	}
+	return nil
+}
+
+func endpoint(dir string) drydock.Endpoint {
+	return drydock.Endpoint{Network: "unix", Address: filepath.Join(dir, "toolbox", toolboxSocket)}
+}
+
+// Get implements drydock.Runtime.
+func (r *Runtime) Get(ctx context.Context, id string) (*drydock.Sandbox, error) {
+	if !idPattern.MatchString(id) {
+		return nil, drydock.Errorf(drydock.ENOTFOUND, "sandbox %q not found", id)
+	}
+	res, err := r.cli.ContainerInspect(ctx, id, client.ContainerInspectOptions{})
+	if err != nil {
+		if cerrdefs.IsNotFound(err) {
+			return nil, drydock.Errorf(drydock.ENOTFOUND, "sandbox %s not found", id)
+		}
+		return nil, engineError(fmt.Sprintf("inspect sandbox %s", id), err)
+	}
+	c := res.Container
+	if c.Config == nil || c.Config.Labels[drydock.LabelManaged] != "true" || c.State == nil {
+		return nil, drydock.Errorf(drydock.ENOTFOUND, "sandbox %s not found", id)
+	}
+	created, _ := time.Parse(time.RFC3339Nano, c.Created)
+	return r.sandbox(id, c.Config.Labels, string(c.State.Status), created), nil
+}
+
+// List implements drydock.Runtime.
+func (r *Runtime) List(ctx context.Context, labels map[string]string) ([]*drydock.Sandbox, error) {
+	f := make(client.Filters).Add("label", drydock.LabelManaged+"=true")
+	for k, v := range labels {
+		f.Add("label", k+"="+v)
+	}
+	res, err := r.cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f})
+	if err != nil {
+		return nil, engineError("list sandboxes", err)
+	}
+	var out []*drydock.Sandbox
+	for _, c := range res.Items {
+		id := containerName(c.Names)
+		// The engine filters by label already; checking again costs
+		// nothing and guards against an engine that ignores a filter.
+		if !idPattern.MatchString(id) || !hasLabels(c.Labels, labels) || c.Labels[drydock.LabelManaged] != "true" {
+			continue
+		}
+		out = append(out, r.sandbox(id, c.Labels, string(c.State), time.Unix(c.Created, 0)))
+	}
+	slices.SortFunc(out, func(a, b *drydock.Sandbox) int { return strings.Compare(a.ID, b.ID) })
+	return out, nil
+}
+
+func hasLabels(have, want map[string]string) bool {
+	for k, v := range want {
+		if got, ok := have[k]; !ok || got != v {
+			return false
+		}
+	}
+	return true
+}
+
+func containerName(names []string) string {
+	for _, n := range names {
+		if n = strings.TrimPrefix(n, "/"); idPattern.MatchString(n) {
+			return n
+		}
+	}
+	return ""
+}
+
+// sandbox builds the domain view of a container; the token comes from the
+// secrets file, so it survives an orchestrator restart but not a host reboot
+// (StateDir is on /run), after which the sandbox is stopped anyway.
+func (r *Runtime) sandbox(id string, labels map[string]string, state string, created time.Time) *drydock.Sandbox {
+	dir := r.sandboxDir(id, labels)
+	sb := &drydock.Sandbox{
+		ID:        id,
+		Runtime:   r.Name(),
+		Profile:   drydock.Profile(labels[labelProfile]),
+		Labels:    maps.Clone(labels),
+		State:     sandboxState(state),
+		CreatedAt: created.UTC(),
+		Endpoint:  endpoint(dir),
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "secrets.json"))
+	if err != nil {
+		r.log.Warn("sandbox secrets unreadable", "sandbox", id, "err", err)
+		return sb
+	}
+	var sec secrets
+	if err := json.Unmarshal(data, &sec); err != nil {
+		r.log.Warn("sandbox secrets corrupt", "sandbox", id, "err", err)
+		return sb
+	}
+	sb.Token, sb.VNCPassword = sec.Token, sec.VNCPassword
+	return sb
+}
+
+// sandboxDir trusts the state-dir label only when it names this sandbox's
+// own directory, so that a label cannot point Destroy at another path.
+func (r *Runtime) sandboxDir(id string, labels map[string]string) string {
+	if d := labels[labelStateDir]; d != "" && filepath.IsAbs(d) && filepath.Base(d) == id && filepath.Clean(d) == d {
+		return d
+	}
+	return filepath.Join(r.stateDir, id)
+}
+
+func sandboxState(s string) drydock.SandboxState {
+	switch s {
+	case "running":
+		return drydock.SandboxRunning
+	case "created", "exited", "dead", "stopped", "configured", "removing":
+		return drydock.SandboxStopped
+	}
+	return drydock.SandboxUnknown
+}
+
+// Destroy implements drydock.Runtime.
+func (r *Runtime) Destroy(ctx context.Context, id string) error {
+	if !idPattern.MatchString(id) {
+		return nil
+	}
+	dir := filepath.Join(r.stateDir, id)
+	if res, err := r.cli.ContainerInspect(ctx, id, client.ContainerInspectOptions{}); err == nil && res.Container.Config != nil {
+		if res.Container.Config.Labels[drydock.LabelManaged] != "true" {
+			return nil
+		}
+		dir = r.sandboxDir(id, res.Container.Config.Labels)
+	} else if err != nil && !cerrdefs.IsNotFound(err) {
+		return engineError(fmt.Sprintf("inspect sandbox %s", id), err)
+	}
+	if err := r.removeContainer(ctx, id); err != nil {
+		return err
+	}
+	if err := os.RemoveAll(dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("destroy sandbox %s: remove state dir: %w", id, err)
+	}
+	r.log.Info("sandbox destroyed", "sandbox", id)
+	return nil
+}
+
+// removeContainer removes the container and its anonymous volumes. A
+// concurrent removal of the same container is success once it is gone.
+func (r *Runtime) removeContainer(ctx context.Context, id string) error {
+	for attempt := 0; ; attempt++ {
+		_, err := r.cli.ContainerRemove(ctx, id, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
+		if err == nil || cerrdefs.IsNotFound(err) {
+			return nil
+		}
+		if !cerrdefs.IsConflict(err) || attempt >= 50 {
+			return engineError(fmt.Sprintf("destroy sandbox %s", id), err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// engineError marks failures to reach the engine as retryable; anything
+// else keeps its detail for the logs only.
+func engineError(op string, err error) error {
+	if client.IsErrConnectionFailed(err) || cerrdefs.IsUnavailable(err) {
+		return fmt.Errorf("%s: %w: %w", op, drydock.Errorf(drydock.EUNAVAILABLE, "container engine unavailable"), err)
+	}
+	return fmt.Errorf("%s: %w", op, err)
+}
+
+func randHex(n int) string {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		panic("crypto/rand failed: " + err.Error())
+	}
+	return hex.EncodeToString(b)
+}
+
+func randToken(n int) string {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		panic("crypto/rand failed: " + err.Error())
+	}
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// vncPassword is 8 characters because classic VNC authentication uses only
+// the first eight; the alphabet leaves out look-alike characters for people
+// who type it.
+func vncPassword() string {
+	const alphabet = "abcdefghijkmnopqrstuvwxyzABCDEFGHJKLMNPQRSTUVWXYZ23456789"
+	b := make([]byte, 8)
+	if _, err := rand.Read(b); err != nil {
+		panic("crypto/rand failed: " + err.Error())
+	}
+	for i := range b {
+		b[i] = alphabet[int(b[i])%len(alphabet)]
+	}
+	return string(b)
+}
