@@ -1,0 +1,123 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/drydockhq/drydock"
+)
+
+const (
+	defaultEventLimit = 100
+	maxEventLimit     = 1000
+)
+
+// AppendEvent numbers e after its job's newest event and stores it. It sets
+// e.Seq, and e.Time when zero; Time is rounded to microseconds.
+func (s *Store) AppendEvent(ctx context.Context, e *drydock.Event) error {
+	if e.JobID == "" {
+		return drydock.Errorf(drydock.EINVALID, "event job id is required")
+	}
+	if e.Type == "" {
+		return drydock.Errorf(drydock.EINVALID, "event type is required")
+	}
+	if len(e.Data) > drydock.MaxEventDataBytes {
+		return drydock.Errorf(drydock.ETOOLARGE, "event data is %d bytes; the limit is %d", len(e.Data), drydock.MaxEventDataBytes)
+	}
+	data := string(e.Data)
+	if len(e.Data) == 0 {
+		data = "null"
+	} else if !json.Valid(e.Data) {
+		return drydock.Errorf(drydock.EINVALID, "event data is not valid JSON")
+	}
+	t := e.Time
+	if t.IsZero() {
+		t = now()
+	}
+	t = t.UTC().Truncate(time.Microsecond)
+
+	var seq int64
+	err := s.w.do(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		// The increment locks the job row (on Postgres; SQLite has one
+		// writer anyway), so seqs come out gapless in commit order.
+		err := tx.QueryRowContext(ctx, `UPDATE jobs SET last_seq = last_seq + 1 WHERE id = ? RETURNING last_seq`,
+			e.JobID).Scan(&seq)
+		if errors.Is(err, sql.ErrNoRows) {
+			return notFound(e.JobID)
+		}
+		if err != nil {
+			return err
+		}
+		return insertEvent(ctx, tx, e.JobID, seq, e.Type, fmtTime(t), []byte(data))
+	})
+	if err != nil {
+		return wrapErr("append event to job "+e.JobID, err)
+	}
+	e.Seq = seq
+	e.Time = t
+	return nil
+}
+
+func insertEvent(ctx context.Context, tx *sql.Tx, jobID string, seq int64, typ drydock.EventType, t string, data []byte) error {
+	_, err := tx.ExecContext(ctx, `INSERT INTO events (job_id, seq, type, time, data) VALUES (?, ?, ?, ?, ?)`,
+		jobID, seq, string(typ), t, string(data))
+	return err
+}
+
+// ListEvents returns up to limit events of jobID with Seq > after, in order.
+// A job without such events gives an empty list; a missing job, ENOTFOUND.
+func (s *Store) ListEvents(ctx context.Context, jobID string, after int64, limit int) ([]*drydock.Event, error) {
+	if limit <= 0 {
+		limit = defaultEventLimit
+	}
+	limit = min(limit, maxEventLimit)
+	// One read transaction, so the existence check and the list see the same
+	// snapshot.
+	tx, err := s.rdb.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return nil, fmt.Errorf("list events of job %s: %w", jobID, err)
+	}
+	defer tx.Rollback()
+	rows, err := tx.QueryContext(ctx, `SELECT seq, type, time, data FROM events
+		WHERE job_id = ? AND seq > ? ORDER BY seq LIMIT ?`, jobID, after, limit)
+	if err != nil {
+		return nil, fmt.Errorf("list events of job %s: %w", jobID, err)
+	}
+	defer rows.Close()
+	events := make([]*drydock.Event, 0)
+	for rows.Next() {
+		var (
+			e    = drydock.Event{JobID: jobID}
+			typ  string
+			t    string
+			data string
+		)
+		if err := rows.Scan(&e.Seq, &typ, &t, &data); err != nil {
+			return nil, fmt.Errorf("list events of job %s: %w", jobID, err)
+		}
+		e.Type = drydock.EventType(typ)
+		if e.Time, err = parseTime(t); err != nil {
+			return nil, fmt.Errorf("list events of job %s: %w", jobID, err)
+		}
+		e.Data = json.RawMessage(data)
+		events = append(events, &e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list events of job %s: %w", jobID, err)
+	}
+	if len(events) == 0 {
+		var one int
+		err := tx.QueryRowContext(ctx, `SELECT 1 FROM jobs WHERE id = ?`, jobID).Scan(&one)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, notFound(jobID)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("list events of job %s: %w", jobID, err)
+		}
+	}
+	return events, nil
+}

@@ -1,0 +1,238 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/drydockhq/drydock"
+)
+
+const (
+	defaultListLimit = 50
+	maxListLimit     = 500
+)
+
+// jobColumns is the column list every job query selects; scanJob reads it.
+const jobColumns = `id, owner_id, status, created_at, started_at, finished_at, error, summary,
+	task, model, max_steps, timeout_ms, profile, metadata,
+	steps, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd,
+	sandbox_id, artifact_key, artifact_size, cancel_requested, lease_owner, lease_expires_at, attempts`
+
+type scanner interface{ Scan(dest ...any) error }
+
+func scanJob(row scanner) (*drydock.Job, error) {
+	var (
+		j                 drydock.Job
+		created           string
+		started, finished sql.NullString
+		leaseExpires      sql.NullString
+		metadata          sql.NullString
+		timeoutMS         int64
+		status, profile   string
+	)
+	err := row.Scan(&j.ID, &j.OwnerID, &status, &created, &started, &finished, &j.Error, &j.Summary,
+		&j.Task, &j.Model, &j.MaxSteps, &timeoutMS, &profile, &metadata,
+		&j.Steps, &j.Usage.InputTokens, &j.Usage.OutputTokens, &j.Usage.CacheReadTokens, &j.Usage.CacheWriteTokens, &j.Usage.CostUSD,
+		&j.SandboxID, &j.ArtifactKey, &j.ArtifactSize, &j.CancelRequested, &j.LeaseOwner, &leaseExpires, &j.Attempts)
+	if err != nil {
+		return nil, err
+	}
+	j.Status = drydock.JobStatus(status)
+	j.Profile = drydock.Profile(profile)
+	j.Timeout = drydock.Duration(time.Duration(timeoutMS) * time.Millisecond)
+	if j.CreatedAt, err = parseTime(created); err != nil {
+		return nil, err
+	}
+	if j.StartedAt, err = parseNullTime(started); err != nil {
+		return nil, err
+	}
+	if j.FinishedAt, err = parseNullTime(finished); err != nil {
+		return nil, err
+	}
+	if t, err := parseNullTime(leaseExpires); err != nil {
+		return nil, err
+	} else if t != nil {
+		j.LeaseExpiresAt = *t
+	}
+	if metadata.Valid {
+		if err := json.Unmarshal([]byte(metadata.String), &j.Metadata); err != nil {
+			return nil, fmt.Errorf("stored metadata of job %s: %w", j.ID, err)
+		}
+	}
+	return &j, nil
+}
+
+// CreateJob stores job as pending with its first status event. It sets
+// job.Status, and job.CreatedAt when zero, and rounds CreatedAt to the
+// microseconds the store keeps.
+func (s *Store) CreateJob(ctx context.Context, job *drydock.Job) error {
+	if job.ID == "" {
+		return drydock.Errorf(drydock.EINVALID, "job id is required")
+	}
+	created := job.CreatedAt
+	if created.IsZero() {
+		created = now()
+	}
+	created = created.UTC().Truncate(time.Microsecond)
+	var metadata any
+	if len(job.Metadata) > 0 {
+		b, err := json.Marshal(job.Metadata)
+		if err != nil {
+			return fmt.Errorf("create job %s: encode metadata: %w", job.ID, err)
+		}
+		metadata = string(b)
+	}
+	event, _ := json.Marshal(statusData{Status: drydock.StatusPending})
+	createdText := fmtTime(created)
+
+	err := s.w.do(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO jobs
+			(id, owner_id, status, created_at, task, model, max_steps, timeout_ms, profile, metadata, last_seq)
+			VALUES (?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, 1)`,
+			job.ID, job.OwnerID, createdText, job.Task, job.Model, job.MaxSteps,
+			time.Duration(job.Timeout).Milliseconds(), string(job.Profile), metadata)
+		if isConstraint(err) {
+			return drydock.Errorf(drydock.ECONFLICT, "job %s already exists", job.ID)
+		}
+		if err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `INSERT INTO events (job_id, seq, type, time, data) VALUES (?, 1, ?, ?, ?)`,
+			job.ID, string(drydock.EventStatus), createdText, string(event))
+		return err
+	})
+	if err != nil {
+		return wrapErr("create job "+job.ID, err)
+	}
+	job.Status = drydock.StatusPending
+	job.CreatedAt = created
+	return nil
+}
+
+// GetJob returns the job or ENOTFOUND.
+func (s *Store) GetJob(ctx context.Context, id string) (*drydock.Job, error) {
+	j, err := scanJob(s.rdb.QueryRowContext(ctx, `SELECT `+jobColumns+` FROM jobs WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, notFound(id)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get job %s: %w", id, err)
+	}
+	return j, nil
+}
+
+// ListJobs pages through jobs by descending id: ids are UUIDv7, so this is
+// newest first, and the cursor is the last id of the page.
+func (s *Store) ListJobs(ctx context.Context, f drydock.JobFilter) ([]*drydock.Job, string, error) {
+	limit := f.Limit
+	if limit <= 0 {
+		limit = defaultListLimit
+	}
+	limit = min(limit, maxListLimit)
+
+	var (
+		where []string
+		args  []any
+	)
+	if f.OwnerID != "" {
+		where = append(where, "owner_id = ?")
+		args = append(args, f.OwnerID)
+	}
+	if len(f.Status) > 0 {
+		marks := make([]string, len(f.Status))
+		for i, st := range f.Status {
+			if !st.Valid() {
+				return nil, "", drydock.Errorf(drydock.EINVALID, "unknown job status %q", st)
+			}
+			marks[i] = "?"
+			args = append(args, string(st))
+		}
+		where = append(where, "status IN ("+strings.Join(marks, ", ")+")")
+	}
+	if f.Cursor != "" {
+		after, err := decodeCursor(f.Cursor)
+		if err != nil {
+			return nil, "", err
+		}
+		where = append(where, "id < ?")
+		args = append(args, after)
+	}
+	q := `SELECT ` + jobColumns + ` FROM jobs`
+	if len(where) > 0 {
+		q += " WHERE " + strings.Join(where, " AND ")
+	}
+	q += " ORDER BY id DESC LIMIT ?"
+	args = append(args, limit+1) // one more tells whether a next page exists
+
+	rows, err := s.rdb.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, "", fmt.Errorf("list jobs: %w", err)
+	}
+	defer rows.Close()
+	jobs := make([]*drydock.Job, 0, limit)
+	more := false
+	for rows.Next() {
+		if len(jobs) == limit {
+			more = true
+			break
+		}
+		j, err := scanJob(rows)
+		if err != nil {
+			return nil, "", fmt.Errorf("list jobs: %w", err)
+		}
+		jobs = append(jobs, j)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, "", fmt.Errorf("list jobs: %w", err)
+	}
+	next := ""
+	if more {
+		next = encodeCursor(jobs[len(jobs)-1].ID)
+	}
+	return jobs, next, nil
+}
+
+// The cursor is versioned so its form can change without old cursors being
+// misread.
+const cursorPrefix = "j1:"
+
+func encodeCursor(id string) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(cursorPrefix + id))
+}
+
+func decodeCursor(c string) (string, error) {
+	b, err := base64.RawURLEncoding.DecodeString(c)
+	if err != nil || !strings.HasPrefix(string(b), cursorPrefix) || len(b) == len(cursorPrefix) {
+		return "", drydock.Errorf(drydock.EINVALID, "invalid cursor")
+	}
+	return string(b[len(cursorPrefix):]), nil
+}
+
+// statusData is the data of a status event.
+type statusData struct {
+	Status drydock.JobStatus `json:"status"`
+	Error  string            `json:"error,omitempty"`
+}
+
+func notFound(id string) error {
+	return drydock.Errorf(drydock.ENOTFOUND, "job %s not found", id)
+}
+
+// wrapErr adds context to internal errors and returns *drydock.Error values
+// as they are, so their user-facing message stays the one the caller sees.
+func wrapErr(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var de *drydock.Error
+	if errors.As(err, &de) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return fmt.Errorf("%s: %w", op, err)
+}

@@ -1,0 +1,274 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/drydockhq/drydock"
+)
+
+// The queue is the jobs table itself: a worker holds a job while
+// lease_owner is its name and lease_expires_at is in the future. Claims run
+// in the single writer, so two claimers can never pick the same row.
+
+// ClaimJob leases the runnable job created first: a pending one, or a running
+// one whose lease expired.
+func (s *Store) ClaimJob(ctx context.Context, owner string, ttl time.Duration) (*drydock.Job, error) {
+	if owner == "" {
+		return nil, drydock.Errorf(drydock.EINVALID, "lease owner is required")
+	}
+	if ttl <= 0 {
+		return nil, drydock.Errorf(drydock.EINVALID, "lease ttl must be positive")
+	}
+	var job *drydock.Job
+	err := s.w.do(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		job = nil
+		t := now()
+		id, err := claimCandidate(ctx, tx, fmtTime(t))
+		if err != nil || id == "" {
+			return err
+		}
+		j, err := scanJob(tx.QueryRowContext(ctx, `UPDATE jobs SET
+				status = 'running', started_at = COALESCE(started_at, ?),
+				lease_owner = ?, lease_expires_at = ?, attempts = attempts + 1
+			WHERE id = ? RETURNING `+jobColumns,
+			fmtTime(t), owner, fmtTime(t.Add(ttl)), id))
+		if err != nil {
+			return err
+		}
+		job = j
+		return nil
+	})
+	if err != nil {
+		return nil, wrapErr("claim job", err)
+	}
+	return job, nil
+}
+
+// claimCandidate returns the id of the job to claim, or "".
+func claimCandidate(ctx context.Context, tx *sql.Tx, now string) (string, error) {
+	var pendingID, pendingCreated, expiredID, expiredCreated string
+	err := tx.QueryRowContext(ctx, `SELECT id, created_at FROM jobs
+		WHERE status = 'pending' AND NOT cancel_requested
+		ORDER BY created_at, id LIMIT 1`).Scan(&pendingID, &pendingCreated)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return "", err
+	}
+	err = tx.QueryRowContext(ctx, `SELECT id, created_at FROM jobs
+		WHERE status = 'running' AND lease_expires_at < ?
+		ORDER BY created_at, id LIMIT 1`, now).Scan(&expiredID, &expiredCreated)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return "", err
+	}
+	switch {
+	case expiredID == "":
+		return pendingID, nil
+	case pendingID == "":
+		return expiredID, nil
+	case expiredCreated < pendingCreated || (expiredCreated == pendingCreated && expiredID < pendingID):
+		return expiredID, nil
+	}
+	return pendingID, nil
+}
+
+// leaseLost tells apart the two reasons a lease-guarded update matched no
+// row: the job does not exist, or owner does not hold it.
+func leaseLost(ctx context.Context, tx *sql.Tx, id, owner string) error {
+	var status, holder string
+	err := tx.QueryRowContext(ctx, `SELECT status, lease_owner FROM jobs WHERE id = ?`, id).Scan(&status, &holder)
+	if errors.Is(err, sql.ErrNoRows) {
+		return notFound(id)
+	}
+	if err != nil {
+		return err
+	}
+	return drydock.Errorf(drydock.ELEASELOST, "job %s is %s and not leased to %s", id, status, owner)
+}
+
+// RenewLease extends owner's lease to now+ttl and returns the job.
+func (s *Store) RenewLease(ctx context.Context, id, owner string, ttl time.Duration) (*drydock.Job, error) {
+	if ttl <= 0 {
+		return nil, drydock.Errorf(drydock.EINVALID, "lease ttl must be positive")
+	}
+	var job *drydock.Job
+	err := s.w.do(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		j, err := scanJob(tx.QueryRowContext(ctx, `UPDATE jobs SET lease_expires_at = ?
+			WHERE id = ? AND status = 'running' AND lease_owner = ? RETURNING `+jobColumns,
+			fmtTime(now().Add(ttl)), id, owner))
+		if errors.Is(err, sql.ErrNoRows) {
+			return leaseLost(ctx, tx, id, owner)
+		}
+		job = j
+		return err
+	})
+	if err != nil {
+		return nil, wrapErr("renew lease of job "+id, err)
+	}
+	return job, nil
+}
+
+// leaseUpdate runs an UPDATE guarded by "owner holds the lease on id" (its
+// last two parameters must be id and owner).
+func (s *Store) leaseUpdate(ctx context.Context, op, id, owner, query string, args ...any) error {
+	err := s.w.do(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, query, args...)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return err
+		} else if n == 0 {
+			return leaseLost(ctx, tx, id, owner)
+		}
+		return nil
+	})
+	return wrapErr(op+" of job "+id, err)
+}
+
+// past is a lease expiry that is already over: any claim from now on sees it
+// expired, and it still records roughly when the lease was given up.
+func past() string { return fmtTime(now().Add(-time.Microsecond)) }
+
+// ReleaseLease expires owner's lease now; the job stays running until the
+// next claimer takes it over. The lease owner is kept for the record.
+func (s *Store) ReleaseLease(ctx context.Context, id, owner string) error {
+	return s.leaseUpdate(ctx, "release lease", id, owner,
+		`UPDATE jobs SET lease_expires_at = ? WHERE id = ? AND status = 'running' AND lease_owner = ?`,
+		past(), id, owner)
+}
+
+// ExpireLeases expires the live leases of running jobs whose owner starts with
+// prefix (compared exactly, case and all), except keep's.
+func (s *Store) ExpireLeases(ctx context.Context, prefix, keep string) (int, error) {
+	var n int64
+	err := s.w.do(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		t := now()
+		// substr rather than LIKE: LIKE folds ASCII case in SQLite and treats
+		// '%' and '_' in the prefix as wildcards.
+		res, err := tx.ExecContext(ctx, `UPDATE jobs SET lease_expires_at = ?
+			WHERE status = 'running' AND substr(lease_owner, 1, length(?)) = ? AND lease_owner <> ?
+				AND lease_expires_at >= ?`,
+			fmtTime(t.Add(-time.Microsecond)), prefix, prefix, keep, fmtTime(t))
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return 0, wrapErr("expire leases", err)
+	}
+	return int(n), nil
+}
+
+// UpdateProgress stores the totals a worker reports.
+func (s *Store) UpdateProgress(ctx context.Context, id, owner string, p drydock.JobProgress) error {
+	var sandbox any
+	if p.SandboxID != nil {
+		sandbox = *p.SandboxID
+	}
+	return s.leaseUpdate(ctx, "update progress", id, owner, `UPDATE jobs SET steps = ?,
+			input_tokens = ?, output_tokens = ?, cache_read_tokens = ?, cache_write_tokens = ?, cost_usd = ?,
+			sandbox_id = COALESCE(?, sandbox_id)
+		WHERE id = ? AND status = 'running' AND lease_owner = ?`,
+		p.Steps, p.Usage.InputTokens, p.Usage.OutputTokens, p.Usage.CacheReadTokens, p.Usage.CacheWriteTokens,
+		p.Usage.CostUSD, sandbox, id, owner)
+}
+
+// FinishJob ends a running job owned by owner and logs the transition.
+func (s *Store) FinishJob(ctx context.Context, id, owner string, r drydock.JobResult) error {
+	if !r.Status.Terminal() {
+		return drydock.Errorf(drydock.EINVALID, "a job cannot finish as %q", r.Status)
+	}
+	data, err := json.Marshal(statusData{Status: r.Status, Error: r.Error})
+	if err != nil {
+		return fmt.Errorf("finish job %s: %w", id, err)
+	}
+	err = s.w.do(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		t := fmtTime(now())
+		var seq int64
+		err := tx.QueryRowContext(ctx, `UPDATE jobs SET status = ?, error = ?, summary = ?, finished_at = ?,
+				artifact_key = CASE WHEN ? = '' THEN artifact_key ELSE ? END,
+				artifact_size = CASE WHEN ? = '' THEN artifact_size ELSE ? END,
+				lease_owner = '', lease_expires_at = NULL, last_seq = last_seq + 1
+			WHERE id = ? AND status = 'running' AND lease_owner = ? RETURNING last_seq`,
+			string(r.Status), r.Error, r.Summary, t,
+			r.ArtifactKey, r.ArtifactKey, r.ArtifactKey, r.ArtifactSize,
+			id, owner).Scan(&seq)
+		if errors.Is(err, sql.ErrNoRows) {
+			return leaseLost(ctx, tx, id, owner)
+		}
+		if err != nil {
+			return err
+		}
+		return insertEvent(ctx, tx, id, seq, drydock.EventStatus, t, data)
+	})
+	return wrapErr("finish job "+id, err)
+}
+
+// SetArtifact records the archived workspace of a job in any state.
+func (s *Store) SetArtifact(ctx context.Context, id, key string, size int64) error {
+	err := s.w.do(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE jobs SET artifact_key = ?, artifact_size = ? WHERE id = ?`, key, size, id)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return err
+		} else if n == 0 {
+			return notFound(id)
+		}
+		return nil
+	})
+	return wrapErr("set artifact of job "+id, err)
+}
+
+// CancelJob cancels a pending job, flags a running one, and leaves a finished
+// one alone.
+func (s *Store) CancelJob(ctx context.Context, id string) (*drydock.Job, error) {
+	data, _ := json.Marshal(statusData{Status: drydock.StatusCancelled})
+	var job *drydock.Job
+	err := s.w.do(ctx, func(ctx context.Context, tx *sql.Tx) error {
+		j, err := scanJob(tx.QueryRowContext(ctx, `SELECT `+jobColumns+` FROM jobs WHERE id = ?`, id))
+		if errors.Is(err, sql.ErrNoRows) {
+			return notFound(id)
+		}
+		if err != nil {
+			return err
+		}
+		switch j.Status {
+		case drydock.StatusPending:
+			t := fmtTime(now())
+			j, err = scanJob(tx.QueryRowContext(ctx, `UPDATE jobs SET status = 'cancelled', finished_at = ?,
+				cancel_requested = TRUE, last_seq = last_seq + 1 WHERE id = ? RETURNING `+jobColumns, t, id))
+			if err != nil {
+				return err
+			}
+			var seq int64
+			if err := tx.QueryRowContext(ctx, `SELECT last_seq FROM jobs WHERE id = ?`, id).Scan(&seq); err != nil {
+				return err
+			}
+			if err := insertEvent(ctx, tx, id, seq, drydock.EventStatus, t, data); err != nil {
+				return err
+			}
+		case drydock.StatusRunning:
+			if !j.CancelRequested {
+				j, err = scanJob(tx.QueryRowContext(ctx, `UPDATE jobs SET cancel_requested = TRUE
+					WHERE id = ? RETURNING `+jobColumns, id))
+				if err != nil {
+					return err
+				}
+			}
+		}
+		job = j
+		return nil
+	})
+	if err != nil {
+		return nil, wrapErr("cancel job "+id, err)
+	}
+	return job, nil
+}

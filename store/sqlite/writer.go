@@ -1,0 +1,232 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"github.com/drydockhq/drydock"
+)
+
+// SQLite admits one writer at a time and every commit in synchronous=FULL
+// mode costs an fsync. Rather than let goroutines queue on the file lock,
+// every write goes to one goroutine that runs all the writes waiting at that
+// moment in a single transaction and commits once (group commit): while one
+// fsync runs, the next batch gathers, so throughput grows with concurrency
+// instead of being capped at one fsync per write.
+
+// maxBatch bounds one transaction, so that a flood of writes still commits
+// (and answers its callers) in slices of bounded latency.
+const maxBatch = 256
+
+var errClosed = drydock.Errorf(drydock.EUNAVAILABLE, "store is closed")
+
+// writeFunc runs inside the batch transaction. ctx is the writer's own
+// context, not the caller's: interrupting a statement would roll back the
+// whole batch, including other callers' writes.
+type writeFunc func(ctx context.Context, tx *sql.Tx) error
+
+type writeOp struct {
+	ctx  context.Context // the caller's, checked before the op runs
+	fn   writeFunc
+	done chan error // buffered; nil when nobody waits
+}
+
+type writer struct {
+	db     *sql.DB
+	logger *slog.Logger
+	ops    chan *writeOp
+	quit   chan struct{}
+	done   chan struct{}
+	once   sync.Once
+}
+
+func startWriter(db *sql.DB, logger *slog.Logger) *writer {
+	w := &writer{
+		db:     db,
+		logger: logger,
+		ops:    make(chan *writeOp, 4*maxBatch),
+		quit:   make(chan struct{}),
+		done:   make(chan struct{}),
+	}
+	go w.loop()
+	return w
+}
+
+// do runs fn in the next batch and returns once that batch has committed (nil)
+// or fn's own error. Once queued, an op always gets a definite answer: it
+// either commits or does not, so a nil return means the write is durable and
+// an error means it did not happen.
+func (w *writer) do(ctx context.Context, fn writeFunc) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	select {
+	case <-w.quit:
+		return errClosed
+	default:
+	}
+	op := &writeOp{ctx: ctx, fn: fn, done: make(chan error, 1)}
+	select {
+	case w.ops <- op:
+	case <-w.done:
+		return errClosed
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case err := <-op.done:
+		return err
+	case <-w.done:
+		// The writer answers before it exits, so an answer may be waiting.
+		select {
+		case err := <-op.done:
+			return err
+		default:
+			return errClosed
+		}
+	}
+}
+
+// try queues fn without waiting for it, and drops it when the queue is full
+// or the writer is stopping. For writes that may be lost (bookkeeping).
+func (w *writer) try(fn writeFunc) {
+	select {
+	case <-w.quit:
+		return
+	default:
+	}
+	select {
+	case w.ops <- &writeOp{ctx: context.Background(), fn: fn}:
+	default:
+		w.logger.Debug("sqlite write queue full; dropped a best-effort write")
+	}
+}
+
+// stop makes the writer commit what is queued and exit, and waits for it.
+func (w *writer) stop() {
+	w.once.Do(func() { close(w.quit) })
+	<-w.done
+}
+
+func (w *writer) loop() {
+	defer close(w.done)
+	batch := make([]*writeOp, 0, maxBatch)
+	for {
+		select {
+		case op := <-w.ops:
+			batch = w.fill(append(batch[:0], op))
+			w.run(batch)
+		case <-w.quit:
+			for {
+				batch = w.fill(batch[:0])
+				if len(batch) == 0 {
+					return
+				}
+				w.run(batch)
+			}
+		}
+	}
+}
+
+// fill adds the ops already waiting, without blocking.
+func (w *writer) fill(batch []*writeOp) []*writeOp {
+	for len(batch) < maxBatch {
+		select {
+		case op := <-w.ops:
+			batch = append(batch, op)
+		default:
+			return batch
+		}
+	}
+	return batch
+}
+
+func (w *writer) run(batch []*writeOp) {
+	ctx := context.Background()
+	errs := make([]error, len(batch))
+	answer := func() {
+		for i, op := range batch {
+			if op.done != nil {
+				op.done <- errs[i]
+			} else if errs[i] != nil {
+				w.logger.Warn("sqlite best-effort write failed", "err", errs[i])
+			}
+			batch[i] = nil
+		}
+	}
+	defer answer()
+	failAll := func(err error) {
+		for i := range errs {
+			errs[i] = err
+		}
+	}
+
+	tx, err := w.db.BeginTx(ctx, nil)
+	if err != nil {
+		w.logger.Error("sqlite begin write batch", "err", err, "ops", len(batch))
+		failAll(fmt.Errorf("begin write: %w", err))
+		return
+	}
+	// Each op runs under a savepoint, so that one op's failure undoes only
+	// that op. A lone op needs none: its failure rolls back the transaction.
+	single := len(batch) == 1
+	ok := 0
+	for i, op := range batch {
+		if err := op.ctx.Err(); err != nil {
+			errs[i] = err
+			continue
+		}
+		if !single {
+			if _, err := tx.ExecContext(ctx, "SAVEPOINT op"); err != nil {
+				w.abort(tx, "savepoint", err, failAll)
+				return
+			}
+		}
+		errs[i] = op.fn(ctx, tx)
+		if single {
+			break
+		}
+		if errs[i] != nil {
+			// If SQLite rolled back the whole transaction on a severe error
+			// (disk full, I/O), the savepoint is gone and this fails too;
+			// then nothing in the batch may be reported as written.
+			if _, err := tx.ExecContext(ctx, "ROLLBACK TO op"); err != nil {
+				w.abort(tx, "rollback to savepoint", errors.Join(errs[i], err), failAll)
+				return
+			}
+		}
+		if _, err := tx.ExecContext(ctx, "RELEASE op"); err != nil {
+			w.abort(tx, "release savepoint", err, failAll)
+			return
+		}
+		if errs[i] == nil {
+			ok++
+		}
+	}
+	if single && errs[0] == nil {
+		ok = 1
+	}
+	if ok == 0 {
+		if err := tx.Rollback(); err != nil && !errors.Is(err, sql.ErrTxDone) {
+			w.logger.Warn("sqlite rollback of failed write", "err", err)
+		}
+		return
+	}
+	if err := tx.Commit(); err != nil {
+		w.logger.Error("sqlite commit write batch", "err", err, "ops", len(batch))
+		failAll(fmt.Errorf("commit: %w", err))
+		return
+	}
+}
+
+func (w *writer) abort(tx *sql.Tx, step string, err error, failAll func(error)) {
+	w.logger.Error("sqlite write batch aborted", "step", step, "err", err)
+	if rerr := tx.Rollback(); rerr != nil && !errors.Is(rerr, sql.ErrTxDone) {
+		w.logger.Warn("sqlite rollback of aborted batch", "err", rerr)
+	}
+	failAll(fmt.Errorf("write batch %s: %w", step, err))
+}
