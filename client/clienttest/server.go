@@ -110,6 +110,17 @@ func (s *Server) Job(id string) *drydock.Job {
 	return s.view(j)
 }
 
+// Jobs returns copies of every job in creation order.
+func (s *Server) Jobs() []*drydock.Job {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	js := make([]*drydock.Job, 0, len(s.order))
+	for _, id := range s.order {
+		js = append(js, s.view(s.jobs[id]))
+	}
+	return js
+}
+
 // AddJob stores a pending job created at the given time, as if scheduled.
 func (s *Server) AddJob(spec drydock.JobSpec, created time.Time) *drydock.Job {
 	s.mu.Lock()
@@ -139,7 +150,7 @@ func (s *Server) addLocked(spec drydock.JobSpec, created time.Time) *drydock.Job
 func (s *Server) SetStatus(id string, status drydock.JobStatus, errMsg string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	j := s.jobs[id]
+	j := s.mustJob(id)
 	now := time.Now().UTC()
 	switch {
 	case status == drydock.StatusRunning && j.StartedAt == nil:
@@ -159,7 +170,7 @@ func (s *Server) SetStatus(id string, status drydock.JobStatus, errMsg string) {
 func (s *Server) SetProgress(id string, steps int, usage drydock.Usage, summary string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	j := s.jobs[id]
+	j := s.mustJob(id)
 	j.Steps, j.Usage, j.Summary = steps, usage, summary
 	s.bump()
 }
@@ -172,6 +183,7 @@ func (s *Server) Emit(id string, typ drydock.EventType, data any) *drydock.Event
 }
 
 func (s *Server) emitLocked(id string, typ drydock.EventType, data any) *drydock.Event {
+	s.mustJob(id)
 	e := drydock.NewEvent(id, typ, data)
 	e.Seq = int64(len(s.events[id]) + 1)
 	e.Time = time.Now().UTC()
@@ -184,11 +196,22 @@ func (s *Server) emitLocked(id string, typ drydock.EventType, data any) *drydock
 func (s *Server) SetArtifact(id, format string, data []byte) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.mustJob(id)
 	if s.artifacts[id] == nil {
 		s.artifacts[id] = map[string][]byte{}
 	}
 	s.artifacts[id][format] = data
 	s.bump()
+}
+
+// mustJob returns a job the test said exists; a wrong id is a bug in the
+// test, reported loudly.
+func (s *Server) mustJob(id string) *drydock.Job {
+	j, ok := s.jobs[id]
+	if !ok {
+		panic(fmt.Sprintf("clienttest: no job %q", id))
+	}
+	return j
 }
 
 func (s *Server) bump() {

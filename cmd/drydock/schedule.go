@@ -1,0 +1,131 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/drydockhq/drydock"
+)
+
+// ScheduleCmd submits a task and optionally follows or waits for it.
+type ScheduleCmd struct {
+	Task     string            `arg:"" help:"What the agent should do, or - to read it from standard input."`
+	Model    string            `help:"Model to use (default: the server's)."`
+	MaxSteps int               `name:"max-steps" help:"Most agent steps (default: the server's)."`
+	Timeout  time.Duration     `help:"Wall-time limit, e.g. 15m or 2h (default: the server's)."`
+	Profile  string            `help:"Sandbox profile: headless, or desktop for a screen the agent can see and you can watch (default: the server's)."`
+	Meta     map[string]string `help:"Metadata to attach, KEY=VALUE; repeatable." placeholder:"KEY=VALUE" mapsep:"none"`
+	Follow   bool              `short:"f" xor:"mode" help:"Show progress live until the job ends; exit 1 if it fails or is cancelled. Ctrl-C stops following, not the job."`
+	Wait     bool              `xor:"mode" help:"Wait silently until the job ends and print its final status; exit 1 if it fails or is cancelled."`
+	JSON     bool              `name:"json" help:"Print JSON (with --follow: one line per event, between the job as scheduled and as finished)."`
+}
+
+func (c *ScheduleCmd) spec(g *Globals) (drydock.JobSpec, error) {
+	task := c.Task
+	if task == "-" {
+		b, err := io.ReadAll(io.LimitReader(g.in(), drydock.MaxTaskBytes+1))
+		if err != nil {
+			return drydock.JobSpec{}, fmt.Errorf("read the task from standard input: %w", err)
+		}
+		task = string(b)
+	}
+	s := drydock.JobSpec{
+		Task:     task,
+		Model:    c.Model,
+		MaxSteps: c.MaxSteps,
+		Timeout:  drydock.Duration(c.Timeout),
+		Profile:  drydock.Profile(c.Profile),
+		Metadata: c.Meta,
+	}
+	s.Normalize()
+	// The server checks too; checking here saves a round trip and gives the
+	// same message.
+	if err := s.Validate(); err != nil {
+		return s, fmt.Errorf("%s", drydock.ErrorMessage(err))
+	}
+	return s, nil
+}
+
+func (c *ScheduleCmd) Run(g *Globals) error {
+	spec, err := c.spec(g)
+	if err != nil {
+		return err
+	}
+	ctx, interrupted, stop := g.signalContext()
+	defer stop()
+	cl := g.Client()
+	j, err := cl.Schedule(ctx, spec)
+	if err != nil {
+		return g.explain(err, "")
+	}
+	out, errw := g.out(), g.errw()
+
+	switch {
+	case c.Follow:
+		p := newEventPrinter(g, c.JSON)
+		if c.JSON {
+			if err := writeJSON(out, j); err != nil {
+				return err
+			}
+		} else {
+			fmt.Fprintf(out, "Scheduled job %s  (%s)\n", ansi(p.color, bold, j.ID), j.StatusURL)
+			if j.VNCURL != "" {
+				fmt.Fprintf(out, "Desktop: %s\n", j.VNCURL)
+			}
+		}
+		final, err := follow(ctx, g, cl, j.ID, 0, p, interrupted)
+		if err != nil || final == nil {
+			return err
+		}
+		if c.JSON {
+			err = writeJSON(out, final)
+		} else {
+			p.final(final)
+		}
+		if err != nil {
+			return err
+		}
+		return failed(final)
+
+	case c.Wait:
+		final, err := cl.Wait(ctx, j.ID)
+		if err != nil {
+			if interrupted() {
+				fmt.Fprintf(errw, "\nStopped waiting; job %s keeps running. Check it with: drydock status %s\n", j.ID, j.ID)
+				return nil
+			}
+			return g.explain(err, j.ID)
+		}
+		if c.JSON {
+			err = writeJSON(out, final)
+		} else {
+			err = printStatus(out, final, g.colorful(out), time.Now())
+		}
+		if err != nil {
+			return err
+		}
+		return failed(final)
+	}
+
+	if c.JSON {
+		return writeJSON(out, j)
+	}
+	// The id alone on standard output, so that id=$(drydock schedule ...)
+	// works; the rest is for the person at the terminal.
+	fmt.Fprintln(out, j.ID)
+	fmt.Fprintf(errw, "Status: %s\nFollow: drydock logs %s -f\n", j.StatusURL, j.ID)
+	return nil
+}
+
+// failed is the command's error for a job that ended badly, so scripts see a
+// non-zero exit status.
+func failed(j *drydock.Job) error {
+	switch j.Status {
+	case drydock.StatusError:
+		return fmt.Errorf("job %s failed", j.ID)
+	case drydock.StatusCancelled:
+		return fmt.Errorf("job %s was cancelled", j.ID)
+	}
+	return nil
+}

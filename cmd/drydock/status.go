@@ -1,0 +1,91 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/drydockhq/drydock"
+)
+
+// StatusCmd shows one job.
+type StatusCmd struct {
+	ID   string `arg:"" help:"Job id."`
+	JSON bool   `name:"json" help:"Print the job as JSON."`
+}
+
+func (c *StatusCmd) Run(g *Globals) error {
+	ctx, _, stop := g.signalContext()
+	defer stop()
+	j, err := g.Client().Job(ctx, c.ID)
+	if err != nil {
+		return g.explain(err, c.ID)
+	}
+	if c.JSON {
+		return writeJSON(g.out(), j)
+	}
+	return printStatus(g.out(), j, g.colorful(g.out()), time.Now())
+}
+
+// printStatus writes a job as aligned "Field: value" lines, leaving out what
+// is empty.
+func printStatus(w io.Writer, j *drydock.Job, color bool, now time.Time) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 1, ' ', 0)
+	row := func(k, v string) {
+		if v != "" {
+			fmt.Fprintf(tw, "%s:\t%s\n", k, v)
+		}
+	}
+	when := func(t *time.Time) string {
+		if t == nil || t.IsZero() {
+			return ""
+		}
+		return fmt.Sprintf("%s (%s ago)", t.Local().Format("2006-01-02 15:04:05"), age(now, *t))
+	}
+	row("Job", j.ID)
+	status := ansi(color, statusColor(j.Status), string(j.Status))
+	if d := runTime(j, now); d > 0 {
+		status += fmt.Sprintf(" (%s)", d)
+	}
+	row("Status", status)
+	row("Task", truncate(firstLine(j.Task), 100))
+	row("Model", j.Model)
+	row("Profile", string(j.Profile))
+	row("Created", when(&j.CreatedAt))
+	row("Started", when(j.StartedAt))
+	row("Finished", when(j.FinishedAt))
+	row("Steps", fmt.Sprint(j.Steps))
+	if u := j.Usage; u.InputTokens+u.OutputTokens > 0 || u.CostUSD > 0 {
+		row("Usage", fmt.Sprintf("%s in / %s out tokens, %s", thousands(u.InputTokens), thousands(u.OutputTokens), cost(u.CostUSD)))
+	}
+	if j.Error != "" {
+		row("Error", ansi(color, red, strings.ReplaceAll(j.Error, "\n", " ")))
+	}
+	row("Summary", truncate(firstLine(j.Summary), 200))
+	var meta []string
+	for _, k := range slices.Sorted(maps.Keys(j.Metadata)) {
+		meta = append(meta, k+"="+j.Metadata[k])
+	}
+	row("Metadata", strings.Join(meta, ", "))
+	row("Desktop", j.VNCURL)
+	if j.DownloadURL != "" {
+		row("Download", fmt.Sprintf("drydock download %s  (%s)", j.ID, j.DownloadURL))
+	}
+	return tw.Flush()
+}
+
+// runTime is how long the job has run, or ran; 0 before it started.
+func runTime(j *drydock.Job, now time.Time) time.Duration {
+	if j.StartedAt == nil {
+		return 0
+	}
+	end := now
+	if j.FinishedAt != nil {
+		end = *j.FinishedAt
+	}
+	return max(end.Sub(*j.StartedAt).Round(time.Second), 0)
+}
