@@ -137,6 +137,8 @@ func TestErrorsNameTheFix(t *testing.T) {
 			[]string{`unknown status "done"`, "pending, running"}},
 		{"invalid spec", srv.URL, "ddk_cli", []string{"schedule", "x", "--profile", "gpu"},
 			[]string{`profile must be "headless" or "desktop"`}},
+		{"follow and wait", srv.URL, "ddk_cli", []string{"schedule", "x", "--follow", "--wait"},
+			[]string{"--follow and --wait can't be used together"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -57,6 +57,9 @@ func (c *ScheduleCmd) Run(g *Globals) error {
 	cl := g.Client()
 	j, err := cl.Schedule(ctx, spec)
 	if err != nil {
+		if interrupted() {
+			return fmt.Errorf("interrupted while scheduling; the job may exist anyway: check with `drydock jobs`")
+		}
 		return g.explain(err, "")
 	}
 	out, errw := g.out(), g.errw()

@@ -251,3 +251,30 @@ func TestScheduleWait(t *testing.T) {
 		t.Errorf("printed job (-server +printed):\n%s", diff)
 	}
 }
+
+func TestCtrlCStopsWaitingButNotTheJob(t *testing.T) {
+	t.Parallel()
+	srv, newRun := setup(t)
+	r := newRun()
+	ctrlC, press := context.WithCancel(t.Context())
+	r.interrupt = ctrlC
+	done := make(chan error, 1)
+	go func() { done <- r.exec("schedule", "long task", "--wait") }()
+	id := scheduled(t, srv)
+	for len(srv.StreamResumes()) == 0 { // waiting has begun
+		time.Sleep(5 * time.Millisecond)
+	}
+	press()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("after Ctrl-C: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Ctrl-C did not stop waiting")
+	}
+	mustContain(t, "stderr", r.err.String(), "Stopped waiting; job "+id+" keeps running", "drydock status "+id)
+	if st := srv.Job(id).Status; st != drydock.StatusPending {
+		t.Errorf("job is %s after Ctrl-C; waiting must not cancel it", st)
+	}
+}
