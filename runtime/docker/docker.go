@@ -95,8 +95,13 @@ type Options struct {
 	// kata-runtime, ...); empty means the engine's default.
 	OCIRuntime string
 	// EgressNetwork is the network a sandbox joins when its spec allows
-	// egress; empty means "bridge" (Docker) or the engine's default.
+	// egress; empty means the engine's default bridge.
 	EgressNetwork string
+	// NoInit runs toolboxd as PID 1 instead of the engine's init
+	// (docker-init; catatonit or the init_path of containers.conf for
+	// Podman). Without an init, orphaned processes are never reaped, and a
+	// fork bomb's zombies keep the pids limit exhausted for good.
+	NoInit bool
 	// Logger receives one line per create and destroy; nil discards.
 	Logger *slog.Logger
 }
@@ -241,12 +246,12 @@ func (r *Runtime) createContainer(ctx context.Context, id, dir, img string, spec
 		envList = append(envList, k+"="+env[k])
 	}
 
+	// Egress joins a network (empty: the engine's default bridge). The
+	// engine cannot filter by destination: a sandbox with any egress can
+	// reach everything that network routes to.
 	network := container.NetworkMode("none")
 	if len(spec.Egress) > 0 {
 		network = container.NetworkMode(r.opts.EgressNetwork)
-		if network == "" {
-			network = "bridge"
-		}
 	}
 	podman, err := r.isPodman(ctx)
 	if err != nil {
@@ -272,6 +277,8 @@ func (r *Runtime) createContainer(ctx context.Context, id, dir, img string, spec
 			PidsLimit:  &pids,
 		},
 	}
+	initProcess := !r.opts.NoInit
+	hc.Init = &initProcess
 	cfg := &container.Config{
 		Image:      img,
 		Hostname:   "sandbox",

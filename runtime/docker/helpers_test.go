@@ -211,31 +211,37 @@ type execResult struct {
 // engine's exec API.
 func execIn(ctx context.Context, t testing.TB, cli *client.Client, id string, argv ...string) execResult {
 	t.Helper()
+	r, err := tryExec(ctx, cli, id, argv...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func tryExec(ctx context.Context, cli *client.Client, id string, argv ...string) (execResult, error) {
 	ex, err := cli.ExecCreate(ctx, id, client.ExecCreateOptions{AttachStdout: true, AttachStderr: true, Cmd: argv})
 	if err != nil {
-		t.Fatalf("exec %v: %v", argv, err)
+		return execResult{}, fmt.Errorf("exec %v: %w", argv, err)
 	}
 	att, err := cli.ExecAttach(ctx, ex.ID, client.ExecAttachOptions{})
 	if err != nil {
-		t.Fatalf("exec attach %v: %v", argv, err)
+		return execResult{}, fmt.Errorf("exec attach %v: %w", argv, err)
 	}
 	defer att.Close()
 	var stdout, stderr bytes.Buffer
 	if _, err := stdcopy.StdCopy(&stdout, &stderr, att.Reader); err != nil {
-		t.Fatalf("exec output %v: %v", argv, err)
+		return execResult{}, fmt.Errorf("exec output %v: %w", argv, err)
 	}
-	var res client.ExecInspectResult
 	for {
-		res, err = cli.ExecInspect(ctx, ex.ID, client.ExecInspectOptions{})
+		res, err := cli.ExecInspect(ctx, ex.ID, client.ExecInspectOptions{})
 		if err != nil {
-			t.Fatalf("exec inspect %v: %v", argv, err)
+			return execResult{}, fmt.Errorf("exec inspect %v: %w", argv, err)
 		}
 		if !res.Running {
-			break
+			return execResult{stdout: stdout.String(), stderr: stderr.String(), exit: res.ExitCode}, nil
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	return execResult{stdout: stdout.String(), stderr: stderr.String(), exit: res.ExitCode}
 }
 
 // sh runs a shell script in the sandbox.

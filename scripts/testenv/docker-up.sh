@@ -22,7 +22,11 @@ if ! command -v dockerd >/dev/null 2>&1; then
 		exit 1
 	fi
 	echo "docker-up: installing docker.io"
-	DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=900 install -y -q --no-install-recommends docker.io >/dev/null
+	mkdir -p /run/drydock-test
+	if ! DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=900 install -y -q --no-install-recommends docker.io >/run/drydock-test/apt.log 2>&1; then
+		cat /run/drydock-test/apt.log >&2
+		exit 1
+	fi
 fi
 if [ "$(id -u)" != 0 ]; then
 	echo "docker-up: dockerd needs root" >&2

@@ -22,9 +22,13 @@ if [ "$(id -u)" != 0 ]; then
 	echo "podman-up: needs root" >&2
 	exit 1
 fi
-if ! command -v podman >/dev/null 2>&1 || ! command -v newuidmap >/dev/null 2>&1; then
-	echo "podman-up: installing podman uidmap"
-	DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=900 install -y -q podman uidmap >/dev/null
+if ! command -v podman >/dev/null 2>&1 || ! command -v newuidmap >/dev/null 2>&1 || [ ! -x /usr/libexec/podman/catatonit ]; then
+	echo "podman-up: installing podman uidmap catatonit"
+	mkdir -p /run/drydock-test
+	if ! DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=900 install -y -q podman uidmap catatonit >/run/drydock-test/apt.log 2>&1; then
+		cat /run/drydock-test/apt.log >&2
+		exit 1
+	fi
 fi
 
 mkdir -p "$RUN" "$ROOT"
