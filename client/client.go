@@ -192,7 +192,7 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, body
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("%s %s: %w", method, path, context.Cause(ctx))
 		}
-		return nil, &ConnError{URL: c.base.String(), Err: err}
+		return nil, &ConnError{URL: c.base.Redacted(), Err: err}
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		defer resp.Body.Close()

@@ -150,8 +150,18 @@ func TestConnectionFailureNamesTheURLAndTheFix(t *testing.T) {
 			t.Errorf("message %q lacks %q", msg, want)
 		}
 	}
+	if strings.Contains(msg, "\n") {
+		t.Errorf("message spans lines: %q", msg)
+	}
 	if !drydock.IsRetryable(err) || drydock.ErrorCode(err) != drydock.EUNAVAILABLE {
 		t.Errorf("connection failure: code %q, retryable %v; want unavailable and retryable", drydock.ErrorCode(err), drydock.IsRetryable(err))
+	}
+
+	// A password in the URL stays out of the message.
+	withPass := strings.Replace(url, "http://", "http://ops:hunter2@", 1)
+	_, err = client.New(withPass, "").Job(t.Context(), "j1")
+	if err == nil || strings.Contains(err.Error(), "hunter2") {
+		t.Errorf("message leaks the URL's password: %v", err)
 	}
 }
 
