@@ -41,7 +41,7 @@ func (s *Store) AppendEvent(ctx context.Context, e *drydock.Event) error {
 	t = t.UTC().Truncate(time.Microsecond)
 
 	var seq int64
-	err := s.w.do(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := s.w.do(ctx, func(ctx context.Context, tx *wtx) error {
 		// The increment locks the job row (on Postgres; SQLite has one
 		// writer anyway), so seqs come out gapless in commit order.
 		err := tx.QueryRowContext(ctx, `UPDATE jobs SET last_seq = last_seq + 1 WHERE id = ? RETURNING last_seq`,
@@ -62,7 +62,7 @@ func (s *Store) AppendEvent(ctx context.Context, e *drydock.Event) error {
 	return nil
 }
 
-func insertEvent(ctx context.Context, tx *sql.Tx, jobID string, seq int64, typ drydock.EventType, t string, data []byte) error {
+func insertEvent(ctx context.Context, tx *wtx, jobID string, seq int64, typ drydock.EventType, t string, data []byte) error {
 	_, err := tx.ExecContext(ctx, `INSERT INTO events (job_id, seq, type, time, data) VALUES (?, ?, ?, ?, ?)`,
 		jobID, seq, string(typ), t, string(data))
 	return err
@@ -75,15 +75,12 @@ func (s *Store) ListEvents(ctx context.Context, jobID string, after int64, limit
 		limit = defaultEventLimit
 	}
 	limit = min(limit, maxEventLimit)
-	// One read transaction, so the existence check and the list see the same
-	// snapshot.
-	tx, err := s.rdb.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	q, err := s.reads.get(ctx, `SELECT seq, type, time, data FROM events
+		WHERE job_id = ? AND seq > ? ORDER BY seq LIMIT ?`)
 	if err != nil {
 		return nil, fmt.Errorf("list events of job %s: %w", jobID, err)
 	}
-	defer tx.Rollback()
-	rows, err := tx.QueryContext(ctx, `SELECT seq, type, time, data FROM events
-		WHERE job_id = ? AND seq > ? ORDER BY seq LIMIT ?`, jobID, after, limit)
+	rows, err := q.QueryContext(ctx, jobID, after, limit)
 	if err != nil {
 		return nil, fmt.Errorf("list events of job %s: %w", jobID, err)
 	}
@@ -109,9 +106,10 @@ func (s *Store) ListEvents(ctx context.Context, jobID string, after int64, limit
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("list events of job %s: %w", jobID, err)
 	}
+	// Jobs are never deleted, so checking after the list cannot miss one.
 	if len(events) == 0 {
 		var one int
-		err := tx.QueryRowContext(ctx, `SELECT 1 FROM jobs WHERE id = ?`, jobID).Scan(&one)
+		err := s.reads.queryRow(ctx, `SELECT 1 FROM jobs WHERE id = ?`, jobID).Scan(&one)
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil, notFound(jobID)
 		}

@@ -91,7 +91,7 @@ func (s *Store) CreateJob(ctx context.Context, job *drydock.Job) error {
 	event, _ := json.Marshal(statusData{Status: drydock.StatusPending})
 	createdText := fmtTime(created)
 
-	err := s.w.do(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := s.w.do(ctx, func(ctx context.Context, tx *wtx) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO jobs
 			(id, owner_id, status, created_at, task, model, max_steps, timeout_ms, profile, metadata, last_seq)
 			VALUES (?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, 1)`,
@@ -117,7 +117,7 @@ func (s *Store) CreateJob(ctx context.Context, job *drydock.Job) error {
 
 // GetJob returns the job or ENOTFOUND.
 func (s *Store) GetJob(ctx context.Context, id string) (*drydock.Job, error) {
-	j, err := scanJob(s.rdb.QueryRowContext(ctx, `SELECT `+jobColumns+` FROM jobs WHERE id = ?`, id))
+	j, err := scanJob(s.reads.queryRow(ctx, `SELECT `+jobColumns+` FROM jobs WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, notFound(id)
 	}

@@ -25,7 +25,7 @@ func (s *Store) ClaimJob(ctx context.Context, owner string, ttl time.Duration) (
 		return nil, drydock.Errorf(drydock.EINVALID, "lease ttl must be positive")
 	}
 	var job *drydock.Job
-	err := s.w.do(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := s.w.do(ctx, func(ctx context.Context, tx *wtx) error {
 		job = nil
 		t := now()
 		id, err := claimCandidate(ctx, tx, fmtTime(t))
@@ -50,7 +50,7 @@ func (s *Store) ClaimJob(ctx context.Context, owner string, ttl time.Duration) (
 }
 
 // claimCandidate returns the id of the job to claim, or "".
-func claimCandidate(ctx context.Context, tx *sql.Tx, now string) (string, error) {
+func claimCandidate(ctx context.Context, tx *wtx, now string) (string, error) {
 	var pendingID, pendingCreated, expiredID, expiredCreated string
 	err := tx.QueryRowContext(ctx, `SELECT id, created_at FROM jobs
 		WHERE status = 'pending' AND NOT cancel_requested
@@ -77,7 +77,7 @@ func claimCandidate(ctx context.Context, tx *sql.Tx, now string) (string, error)
 
 // leaseLost tells apart the two reasons a lease-guarded update matched no
 // row: the job does not exist, or owner does not hold it.
-func leaseLost(ctx context.Context, tx *sql.Tx, id, owner string) error {
+func leaseLost(ctx context.Context, tx *wtx, id, owner string) error {
 	var status, holder string
 	err := tx.QueryRowContext(ctx, `SELECT status, lease_owner FROM jobs WHERE id = ?`, id).Scan(&status, &holder)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -95,7 +95,7 @@ func (s *Store) RenewLease(ctx context.Context, id, owner string, ttl time.Durat
 		return nil, drydock.Errorf(drydock.EINVALID, "lease ttl must be positive")
 	}
 	var job *drydock.Job
-	err := s.w.do(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := s.w.do(ctx, func(ctx context.Context, tx *wtx) error {
 		j, err := scanJob(tx.QueryRowContext(ctx, `UPDATE jobs SET lease_expires_at = ?
 			WHERE id = ? AND status = 'running' AND lease_owner = ? RETURNING `+jobColumns,
 			fmtTime(now().Add(ttl)), id, owner))
@@ -114,7 +114,7 @@ func (s *Store) RenewLease(ctx context.Context, id, owner string, ttl time.Durat
 // leaseUpdate runs an UPDATE guarded by "owner holds the lease on id" (its
 // last two parameters must be id and owner).
 func (s *Store) leaseUpdate(ctx context.Context, op, id, owner, query string, args ...any) error {
-	err := s.w.do(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := s.w.do(ctx, func(ctx context.Context, tx *wtx) error {
 		res, err := tx.ExecContext(ctx, query, args...)
 		if err != nil {
 			return err
@@ -145,7 +145,7 @@ func (s *Store) ReleaseLease(ctx context.Context, id, owner string) error {
 // prefix (compared exactly, case and all), except keep's.
 func (s *Store) ExpireLeases(ctx context.Context, prefix, keep string) (int, error) {
 	var n int64
-	err := s.w.do(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := s.w.do(ctx, func(ctx context.Context, tx *wtx) error {
 		t := now()
 		// substr rather than LIKE: LIKE folds ASCII case in SQLite and treats
 		// '%' and '_' in the prefix as wildcards.
@@ -188,7 +188,7 @@ func (s *Store) FinishJob(ctx context.Context, id, owner string, r drydock.JobRe
 	if err != nil {
 		return fmt.Errorf("finish job %s: %w", id, err)
 	}
-	err = s.w.do(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err = s.w.do(ctx, func(ctx context.Context, tx *wtx) error {
 		t := fmtTime(now())
 		var seq int64
 		err := tx.QueryRowContext(ctx, `UPDATE jobs SET status = ?, error = ?, summary = ?, finished_at = ?,
@@ -212,7 +212,7 @@ func (s *Store) FinishJob(ctx context.Context, id, owner string, r drydock.JobRe
 
 // SetArtifact records the archived workspace of a job in any state.
 func (s *Store) SetArtifact(ctx context.Context, id, key string, size int64) error {
-	err := s.w.do(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := s.w.do(ctx, func(ctx context.Context, tx *wtx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE jobs SET artifact_key = ?, artifact_size = ? WHERE id = ?`, key, size, id)
 		if err != nil {
 			return err
@@ -232,7 +232,7 @@ func (s *Store) SetArtifact(ctx context.Context, id, key string, size int64) err
 func (s *Store) CancelJob(ctx context.Context, id string) (*drydock.Job, error) {
 	data, _ := json.Marshal(statusData{Status: drydock.StatusCancelled})
 	var job *drydock.Job
-	err := s.w.do(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := s.w.do(ctx, func(ctx context.Context, tx *wtx) error {
 		j, err := scanJob(tx.QueryRowContext(ctx, `SELECT `+jobColumns+` FROM jobs WHERE id = ?`, id))
 		if errors.Is(err, sql.ErrNoRows) {
 			return notFound(id)

@@ -37,6 +37,7 @@ type Store struct {
 	logger *slog.Logger
 	wdb    *sql.DB // one connection, used only by the writer goroutine
 	rdb    *sql.DB // read-only pool
+	reads  *stmtCache
 	w      *writer
 
 	closeOnce sync.Once
@@ -104,8 +105,14 @@ func Open(ctx context.Context, path string, logger *slog.Logger) (*Store, error)
 		return nil, fmt.Errorf("open sqlite store %s: %w", path, err)
 	}
 
-	s := &Store{path: path, logger: logger, wdb: wdb, rdb: rdb}
-	s.w = startWriter(wdb, logger)
+	conn, err := wdb.Conn(ctx)
+	if err != nil {
+		wdb.Close()
+		rdb.Close()
+		return nil, fmt.Errorf("open sqlite store %s: %w", path, err)
+	}
+	s := &Store{path: path, logger: logger, wdb: wdb, rdb: rdb, reads: newStmtCache(rdb)}
+	s.w = startWriter(conn, logger)
 	logger.Info("sqlite store open", "path", path, "readers", readers)
 	return s, nil
 }
@@ -155,6 +162,7 @@ func (s *Store) Ping(ctx context.Context) error {
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		s.w.stop()
+		s.reads.close()
 		// A checkpoint on the last connection folds the WAL back into the
 		// main file, so the database is one file again at rest.
 		if _, err := s.wdb.Exec("PRAGMA wal_checkpoint(TRUNCATE)"); err != nil {

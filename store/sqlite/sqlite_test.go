@@ -179,6 +179,9 @@ func BenchmarkCreateJobParallel(b *testing.B) {
 		}
 	})
 	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "jobs/s")
+	if batches, ops := s.WriterStats(); batches > 0 {
+		b.ReportMetric(float64(ops)/float64(batches), "ops/commit")
+	}
 }
 
 func BenchmarkCreateJobSerial(b *testing.B) {

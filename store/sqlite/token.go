@@ -52,7 +52,7 @@ func (s *Store) CreateToken(ctx context.Context, t *drydock.Token) error {
 		created = now()
 	}
 	created = created.UTC().Truncate(time.Microsecond)
-	err := s.w.do(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := s.w.do(ctx, func(ctx context.Context, tx *wtx) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO tokens (`+tokenColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?)`,
 			t.ID, t.Name, t.Admin, t.Hash, fmtTime(created), nullTimePtr(t.RevokedAt), nullTimePtr(t.LastUsedAt))
 		if isConstraint(err) {
@@ -71,7 +71,7 @@ func (s *Store) CreateToken(ctx context.Context, t *drydock.Token) error {
 // LastUsedAt, at most once per lastUsedGranularity and without waiting for
 // the write.
 func (s *Store) TokenByHash(ctx context.Context, hash []byte) (*drydock.Token, error) {
-	t, err := scanToken(s.rdb.QueryRowContext(ctx,
+	t, err := scanToken(s.reads.queryRow(ctx,
 		`SELECT `+tokenColumns+` FROM tokens WHERE hash = ? AND revoked_at IS NULL`, hash))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, drydock.Errorf(drydock.ENOTFOUND, "no such token")
@@ -82,7 +82,7 @@ func (s *Store) TokenByHash(ctx context.Context, hash []byte) (*drydock.Token, e
 	used := now()
 	if t.LastUsedAt == nil || used.Sub(*t.LastUsedAt) >= lastUsedGranularity {
 		id := t.ID
-		s.w.try(func(ctx context.Context, tx *sql.Tx) error {
+		s.w.try(func(ctx context.Context, tx *wtx) error {
 			_, err := tx.ExecContext(ctx, `UPDATE tokens SET last_used_at = ? WHERE id = ?
 				AND (last_used_at IS NULL OR last_used_at < ?)`, fmtTime(used), id, fmtTime(used))
 			return err
@@ -114,7 +114,7 @@ func (s *Store) ListTokens(ctx context.Context) ([]*drydock.Token, error) {
 
 // RevokeToken revokes the token; revoking it again keeps the first time.
 func (s *Store) RevokeToken(ctx context.Context, id string) error {
-	err := s.w.do(ctx, func(ctx context.Context, tx *sql.Tx) error {
+	err := s.w.do(ctx, func(ctx context.Context, tx *wtx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE tokens SET revoked_at = COALESCE(revoked_at, ?) WHERE id = ?`,
 			fmtTime(now()), id)
 		if err != nil {
@@ -133,7 +133,7 @@ func (s *Store) RevokeToken(ctx context.Context, id string) error {
 // CountTokens counts unrevoked tokens.
 func (s *Store) CountTokens(ctx context.Context) (int, error) {
 	var n int
-	if err := s.rdb.QueryRowContext(ctx, `SELECT COUNT(*) FROM tokens WHERE revoked_at IS NULL`).Scan(&n); err != nil {
+	if err := s.reads.queryRow(ctx, `SELECT COUNT(*) FROM tokens WHERE revoked_at IS NULL`).Scan(&n); err != nil {
 		return 0, fmt.Errorf("count tokens: %w", err)
 	}
 	return n, nil

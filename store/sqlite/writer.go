@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 
 	"github.com/drydockhq/drydock"
 )
@@ -27,7 +28,7 @@ var errClosed = drydock.Errorf(drydock.EUNAVAILABLE, "store is closed")
 // writeFunc runs inside the batch transaction. ctx is the writer's own
 // context, not the caller's: interrupting a statement would roll back the
 // whole batch, including other callers' writes.
-type writeFunc func(ctx context.Context, tx *sql.Tx) error
+type writeFunc func(ctx context.Context, tx *wtx) error
 
 type writeOp struct {
 	ctx  context.Context // the caller's, checked before the op runs
@@ -36,17 +37,23 @@ type writeOp struct {
 }
 
 type writer struct {
-	db     *sql.DB
+	conn   *sql.Conn // the database's only write connection
+	tx     *wtx
 	logger *slog.Logger
 	ops    chan *writeOp
 	quit   chan struct{}
 	done   chan struct{}
 	once   sync.Once
+
+	nBatches, nOps atomic.Int64 // committed or not; for tests and tuning
 }
 
-func startWriter(db *sql.DB, logger *slog.Logger) *writer {
+// startWriter takes conn for the writer goroutine, which closes it (and
+// its statements) when it stops.
+func startWriter(conn *sql.Conn, logger *slog.Logger) *writer {
 	w := &writer{
-		db:     db,
+		conn:   conn,
+		tx:     &wtx{stmts: newStmtCache(conn)},
 		logger: logger,
 		ops:    make(chan *writeOp, 4*maxBatch),
 		quit:   make(chan struct{}),
@@ -114,6 +121,12 @@ func (w *writer) stop() {
 
 func (w *writer) loop() {
 	defer close(w.done)
+	defer func() {
+		w.tx.stmts.close()
+		if err := w.conn.Close(); err != nil {
+			w.logger.Warn("sqlite close write connection", "err", err)
+		}
+	}()
 	batch := make([]*writeOp, 0, maxBatch)
 	for {
 		select {
@@ -146,9 +159,11 @@ func (w *writer) fill(batch []*writeOp) []*writeOp {
 }
 
 func (w *writer) run(batch []*writeOp) {
+	w.nBatches.Add(1)
+	w.nOps.Add(int64(len(batch)))
 	ctx := context.Background()
 	errs := make([]error, len(batch))
-	answer := func() {
+	defer func() {
 		for i, op := range batch {
 			if op.done != nil {
 				op.done <- errs[i]
@@ -157,18 +172,24 @@ func (w *writer) run(batch []*writeOp) {
 			}
 			batch[i] = nil
 		}
-	}
-	defer answer()
-	failAll := func(err error) {
+	}()
+	fail := func(step string, err error) {
+		w.logger.Error("sqlite write batch failed", "step", step, "err", err, "ops", len(batch))
+		// Harmless when SQLite already rolled back on its own.
+		if _, rerr := w.tx.ExecContext(ctx, "ROLLBACK"); rerr != nil {
+			w.logger.Debug("sqlite rollback after failure", "err", rerr)
+		}
+		err = fmt.Errorf("write %s: %w", step, err)
 		for i := range errs {
 			errs[i] = err
 		}
 	}
 
-	tx, err := w.db.BeginTx(ctx, nil)
-	if err != nil {
-		w.logger.Error("sqlite begin write batch", "err", err, "ops", len(batch))
-		failAll(fmt.Errorf("begin write: %w", err))
+	// The connection is ours alone, so the transaction is plain statements
+	// (which lets prepared statements outlive it). IMMEDIATE takes the write
+	// lock up front: no other process can make the commit fail as busy.
+	if _, err := w.tx.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		fail("begin", err)
 		return
 	}
 	// Each op runs under a savepoint, so that one op's failure undoes only
@@ -180,53 +201,40 @@ func (w *writer) run(batch []*writeOp) {
 			errs[i] = err
 			continue
 		}
-		if !single {
-			if _, err := tx.ExecContext(ctx, "SAVEPOINT op"); err != nil {
-				w.abort(tx, "savepoint", err, failAll)
-				return
-			}
-		}
-		errs[i] = op.fn(ctx, tx)
 		if single {
+			if errs[i] = op.fn(ctx, w.tx); errs[i] == nil {
+				ok++
+			}
 			break
 		}
+		if _, err := w.tx.ExecContext(ctx, "SAVEPOINT op"); err != nil {
+			fail("savepoint", err)
+			return
+		}
+		errs[i] = op.fn(ctx, w.tx)
 		if errs[i] != nil {
 			// If SQLite rolled back the whole transaction on a severe error
 			// (disk full, I/O), the savepoint is gone and this fails too;
 			// then nothing in the batch may be reported as written.
-			if _, err := tx.ExecContext(ctx, "ROLLBACK TO op"); err != nil {
-				w.abort(tx, "rollback to savepoint", errors.Join(errs[i], err), failAll)
+			if _, err := w.tx.ExecContext(ctx, "ROLLBACK TO op"); err != nil {
+				fail("rollback to savepoint", errors.Join(errs[i], err))
 				return
 			}
-		}
-		if _, err := tx.ExecContext(ctx, "RELEASE op"); err != nil {
-			w.abort(tx, "release savepoint", err, failAll)
-			return
-		}
-		if errs[i] == nil {
+		} else {
 			ok++
 		}
-	}
-	if single && errs[0] == nil {
-		ok = 1
+		if _, err := w.tx.ExecContext(ctx, "RELEASE op"); err != nil {
+			fail("release savepoint", err)
+			return
+		}
 	}
 	if ok == 0 {
-		if err := tx.Rollback(); err != nil && !errors.Is(err, sql.ErrTxDone) {
-			w.logger.Warn("sqlite rollback of failed write", "err", err)
+		if _, err := w.tx.ExecContext(ctx, "ROLLBACK"); err != nil {
+			fail("rollback", err)
 		}
 		return
 	}
-	if err := tx.Commit(); err != nil {
-		w.logger.Error("sqlite commit write batch", "err", err, "ops", len(batch))
-		failAll(fmt.Errorf("commit: %w", err))
-		return
+	if _, err := w.tx.ExecContext(ctx, "COMMIT"); err != nil {
+		fail("commit", err)
 	}
-}
-
-func (w *writer) abort(tx *sql.Tx, step string, err error, failAll func(error)) {
-	w.logger.Error("sqlite write batch aborted", "step", step, "err", err)
-	if rerr := tx.Rollback(); rerr != nil && !errors.Is(rerr, sql.ErrTxDone) {
-		w.logger.Warn("sqlite rollback of aborted batch", "err", rerr)
-	}
-	failAll(fmt.Errorf("write batch %s: %w", step, err))
 }
