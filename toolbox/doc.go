@@ -1,0 +1,56 @@
+// Package toolbox holds the wire types of toolboxd, the daemon that runs
+// inside every sandbox, and a Go client for its HTTP API. The server lives in
+// package toolbox/server; the static binary in cmd/toolboxd.
+//
+// # The API
+//
+// Every route lives under /v1/ and, except GET /v1/health, needs the
+// sandbox's token as "Authorization: Bearer <token>". Errors are JSON
+// {"error": {"code", "message"}} with the codes of package drydock.
+//
+// Mutating requests (POST, PUT, DELETE) may carry an X-Request-Id header. The
+// server remembers the first response to each id (in a bounded LRU) and answers
+// a retry with the same id with that stored response instead of doing the work
+// again, so a client may retry safely after a connection error. A retry that
+// arrives while the first attempt still runs waits for it. Replays carry the
+// header Idempotent-Replayed: true.
+//
+//	GET    /v1/health                      liveness; unauthenticated, reveals nothing
+//	GET    /v1/ready                       readiness per component (503 until files and shell work)
+//	GET    /v1/info                        API version, daemon version, profile, workspace
+//	GET    /v1/files?path=&start_line=&end_line=   read a file (raw bytes), whole or a line range
+//	PUT    /v1/files?path=&mode=           write a file (raw body), creating parent directories
+//	DELETE /v1/files?path=&recursive=      delete a file or directory
+//	GET    /v1/files/stat?path=            FileInfo (of the link itself for a symlink)
+//	GET    /v1/files/list?path=&depth=     ListResult
+//	POST   /v1/files/move                  MoveRequest
+//	POST   /v1/files/mkdir                 MkdirRequest
+//	PUT    /v1/files/tar?path=             unpack a tar (or tar.gz) stream into a directory
+//	GET    /v1/files/tar?path=&exclude=    a directory (or file) as an uncompressed tar stream
+//	POST   /v1/sessions                    SessionRequest -> Session (a persistent bash)
+//	GET    /v1/sessions                    []Session
+//	DELETE /v1/sessions/{id}               kill the shell and everything it started
+//	POST   /v1/sessions/{id}/restart       a fresh shell under the same id
+//	POST   /v1/sessions/{id}/run           RunRequest -> RunResult
+//	POST   /v1/sessions/{id}/interrupt     Ctrl-C the running command -> RunResult
+//	POST   /v1/exec                        ExecRequest -> a stream of ExecFrame (NDJSON)
+//	POST   /v1/code/run                    CodeRequest -> CodeResult (501 without a code runner)
+//	GET    /v1/desktop/screenshot          Screenshot (501 without a desktop)
+//	POST   /v1/desktop/action              DesktopAction -> DesktopResult
+//	GET    /v1/desktop/vnc                 RFB over WebSocket
+//
+// Every path is confined to the workspace: relative paths are taken from the
+// workspace root, absolute paths must lie inside it, and neither ".." nor a
+// symbolic link may lead out of it (the server resolves paths with os.Root).
+//
+// # Versions
+//
+// APIVersion changes whenever the behaviour of the API changes, so a caller
+// can tell what the daemon in an older sandbox image does:
+//
+//	1  first version: files, sessions, exec, health, code and desktop routes.
+package toolbox
+
+// APIVersion is the version of toolboxd's HTTP API; see the package doc for
+// what each version changed.
+const APIVersion = 1

@@ -1,0 +1,172 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/drydockhq/drydock"
+	"github.com/drydockhq/drydock/toolbox"
+)
+
+func (s *Server) handleExec(w http.ResponseWriter, r *http.Request) {
+	var req toolbox.ExecRequest
+	if err := decodeJSON(w, r, &req); err != nil {
+		writeError(w, r, s.log, err)
+		return
+	}
+	if err := s.exec(w, r, req); err != nil {
+		writeError(w, r, s.log, err)
+	}
+}
+
+// exec runs one process in its own process group and streams its output as
+// NDJSON frames. Errors returned happen before the stream starts; after that
+// they travel as an error frame.
+func (s *Server) exec(w http.ResponseWriter, r *http.Request, req toolbox.ExecRequest) error {
+	if (req.Command == "") == (len(req.Args) == 0) {
+		return drydock.Errorf(drydock.EINVALID, "give either command or args")
+	}
+	if err := validEnv(req.Env); err != nil {
+		return err
+	}
+	timeout, err := boundedDuration(req.Timeout, DefaultExecTimeout, "timeout")
+	if err != nil {
+		return err
+	}
+	cwd, err := s.dir(req.Cwd)
+	if err != nil {
+		return err
+	}
+	var cmd *exec.Cmd
+	if req.Command != "" {
+		cmd = exec.Command(s.cfg.Shell, "-c", req.Command)
+	} else {
+		cmd = exec.Command(req.Args[0], req.Args[1:]...)
+	}
+	cmd.Dir = cwd
+	cmd.Env = s.env(req.Env)
+	if len(req.Stdin) > 0 {
+		cmd.Stdin = bytes.NewReader(req.Stdin)
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		outR.Close()
+		outW.Close()
+		return err
+	}
+	cmd.Stdout, cmd.Stderr = outW, errW
+	start := time.Now()
+	err = cmd.Start()
+	outW.Close()
+	errW.Close()
+	if err != nil {
+		outR.Close()
+		errR.Close()
+		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
+			return drydock.Errorf(drydock.EINVALID, "cannot run %q: executable not found", cmd.Args[0])
+		}
+		if errors.Is(err, os.ErrPermission) {
+			return drydock.Errorf(drydock.EINVALID, "cannot run %q: permission denied", cmd.Args[0])
+		}
+		return err
+	}
+	pgid := cmd.Process.Pid
+
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	rc.Flush()
+
+	frames := make(chan toolbox.ExecFrame, 16)
+	var readers sync.WaitGroup
+	for _, p := range []struct {
+		f    *os.File
+		kind string
+	}{{outR, toolbox.FrameStdout}, {errR, toolbox.FrameStderr}} {
+		readers.Go(func() {
+			defer p.f.Close()
+			buf := make([]byte, 32<<10)
+			for {
+				n, err := p.f.Read(buf)
+				if n > 0 {
+					frames <- toolbox.ExecFrame{Type: p.kind, Data: bytes.Clone(buf[:n])}
+				}
+				if err != nil {
+					return
+				}
+			}
+		})
+	}
+	waited := make(chan error, 1)
+	go func() {
+		err := cmd.Wait()
+		// Children that outlive the process may hold its pipes; take what
+		// is buffered and end the stream.
+		deadline := time.Now().Add(drainAfterEnd)
+		outR.SetReadDeadline(deadline)
+		errR.SetReadDeadline(deadline)
+		readers.Wait()
+		syscall.Kill(-pgid, syscall.SIGKILL)
+		waited <- err
+		close(frames)
+	}()
+
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	enc := json.NewEncoder(w)
+	clientGone := false
+	timedOut := false
+	ctxDone := r.Context().Done()
+	for {
+		select {
+		case f, ok := <-frames:
+			if !ok {
+				werr := <-waited
+				code := -1
+				if cmd.ProcessState != nil {
+					code = cmd.ProcessState.ExitCode()
+				} else if werr != nil {
+					s.log.Warn("exec wait failed", "err", werr)
+				}
+				if clientGone {
+					abandon(w)
+					return nil
+				}
+				enc.Encode(toolbox.ExecFrame{Type: toolbox.FrameExit, ExitCode: code, TimedOut: timedOut,
+					Duration: drydock.Duration(time.Since(start).Round(time.Millisecond))})
+				rc.Flush()
+				return nil
+			}
+			if clientGone {
+				continue
+			}
+			if err := enc.Encode(f); err != nil {
+				clientGone = true
+				syscall.Kill(-pgid, syscall.SIGKILL)
+				continue
+			}
+			rc.Flush()
+		case <-timer.C:
+			timedOut = true
+			syscall.Kill(-pgid, syscall.SIGKILL)
+		case <-ctxDone:
+			// The caller went away: stop the process, and let a retry with
+			// the same request id run afresh.
+			ctxDone = nil
+			clientGone = true
+			syscall.Kill(-pgid, syscall.SIGKILL)
+		}
+	}
+}
