@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -145,12 +146,15 @@ func (s *Store) ListJobs(ctx context.Context, f drydock.JobFilter) ([]*drydock.J
 		args = append(args, f.OwnerID)
 	}
 	if len(f.Status) > 0 {
-		marks := make([]string, len(f.Status))
+		var marks []string
 		for i, st := range f.Status {
 			if !st.Valid() {
 				return nil, "", drydock.Errorf(drydock.EINVALID, "unknown job status %q", st)
 			}
-			marks[i] = "?"
+			if slices.Contains(f.Status[:i], st) {
+				continue // keeps the query small whatever the request repeats
+			}
+			marks = append(marks, "?")
 			args = append(args, string(st))
 		}
 		where = append(where, "status IN ("+strings.Join(marks, ", ")+")")

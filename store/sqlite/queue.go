@@ -75,6 +75,10 @@ func claimCandidate(ctx context.Context, tx *wtx, now string) (string, error) {
 	return pendingID, nil
 }
 
+// leaseHeld matches the job (its last parameter is the owner) while that
+// owner holds its lease. A released lease has no owner, and "" owns nothing.
+const leaseHeld = `status = 'running' AND lease_owner <> '' AND lease_owner = ?`
+
 // leaseLost tells apart the two reasons a lease-guarded update matched no
 // row: the job does not exist, or owner does not hold it.
 func leaseLost(ctx context.Context, tx *wtx, id, owner string) error {
@@ -97,7 +101,7 @@ func (s *Store) RenewLease(ctx context.Context, id, owner string, ttl time.Durat
 	var job *drydock.Job
 	err := s.w.do(ctx, func(ctx context.Context, tx *wtx) error {
 		j, err := scanJob(tx.QueryRowContext(ctx, `UPDATE jobs SET lease_expires_at = ?
-			WHERE id = ? AND status = 'running' AND lease_owner = ? RETURNING `+jobColumns,
+			WHERE id = ? AND `+leaseHeld+` RETURNING `+jobColumns,
 			fmtTime(now().Add(ttl)), id, owner))
 		if errors.Is(err, sql.ErrNoRows) {
 			return leaseLost(ctx, tx, id, owner)
@@ -133,26 +137,27 @@ func (s *Store) leaseUpdate(ctx context.Context, op, id, owner, query string, ar
 // expired, and it still records roughly when the lease was given up.
 func past() string { return fmtTime(now().Add(-time.Microsecond)) }
 
-// ReleaseLease expires owner's lease now; the job stays running until the
-// next claimer takes it over. The lease owner is kept for the record.
+// ReleaseLease ends owner's lease now; the job stays running until the next
+// claimer takes it over. The owner is cleared, so a late heartbeat from the
+// releasing worker gets ELEASELOST instead of taking the lease back.
 func (s *Store) ReleaseLease(ctx context.Context, id, owner string) error {
 	return s.leaseUpdate(ctx, "release lease", id, owner,
-		`UPDATE jobs SET lease_expires_at = ? WHERE id = ? AND status = 'running' AND lease_owner = ?`,
+		`UPDATE jobs SET lease_owner = '', lease_expires_at = ? WHERE id = ? AND `+leaseHeld,
 		past(), id, owner)
 }
 
-// ExpireLeases expires the live leases of running jobs whose owner starts with
-// prefix (compared exactly, case and all), except keep's.
+// ExpireLeases releases, as ReleaseLease does, the leases of running jobs
+// whose owner starts with prefix (compared exactly, case and all), except
+// keep's, whether or not they already ran out.
 func (s *Store) ExpireLeases(ctx context.Context, prefix, keep string) (int, error) {
 	var n int64
 	err := s.w.do(ctx, func(ctx context.Context, tx *wtx) error {
-		t := now()
 		// substr rather than LIKE: LIKE folds ASCII case in SQLite and treats
 		// '%' and '_' in the prefix as wildcards.
-		res, err := tx.ExecContext(ctx, `UPDATE jobs SET lease_expires_at = ?
-			WHERE status = 'running' AND substr(lease_owner, 1, length(?)) = ? AND lease_owner <> ?
-				AND lease_expires_at >= ?`,
-			fmtTime(t.Add(-time.Microsecond)), prefix, prefix, keep, fmtTime(t))
+		res, err := tx.ExecContext(ctx, `UPDATE jobs SET lease_owner = '', lease_expires_at = ?
+			WHERE status = 'running' AND lease_owner <> '' AND lease_owner <> ?
+				AND substr(lease_owner, 1, length(?)) = ?`,
+			past(), keep, prefix, prefix)
 		if err != nil {
 			return err
 		}
@@ -174,7 +179,7 @@ func (s *Store) UpdateProgress(ctx context.Context, id, owner string, p drydock.
 	return s.leaseUpdate(ctx, "update progress", id, owner, `UPDATE jobs SET steps = ?,
 			input_tokens = ?, output_tokens = ?, cache_read_tokens = ?, cache_write_tokens = ?, cost_usd = ?,
 			sandbox_id = COALESCE(?, sandbox_id)
-		WHERE id = ? AND status = 'running' AND lease_owner = ?`,
+		WHERE id = ? AND `+leaseHeld,
 		p.Steps, p.Usage.InputTokens, p.Usage.OutputTokens, p.Usage.CacheReadTokens, p.Usage.CacheWriteTokens,
 		p.Usage.CostUSD, sandbox, id, owner)
 }
@@ -195,7 +200,7 @@ func (s *Store) FinishJob(ctx context.Context, id, owner string, r drydock.JobRe
 				artifact_key = CASE WHEN ? = '' THEN artifact_key ELSE ? END,
 				artifact_size = CASE WHEN ? = '' THEN artifact_size ELSE ? END,
 				lease_owner = '', lease_expires_at = NULL, last_seq = last_seq + 1
-			WHERE id = ? AND status = 'running' AND lease_owner = ? RETURNING last_seq`,
+			WHERE id = ? AND `+leaseHeld+` RETURNING last_seq`,
 			string(r.Status), r.Error, r.Summary, t,
 			r.ArtifactKey, r.ArtifactKey, r.ArtifactKey, r.ArtifactSize,
 			id, owner).Scan(&seq)

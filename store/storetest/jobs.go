@@ -244,11 +244,14 @@ func (s *suite) testListStatusFilter(t *testing.T) {
 		{drydock.StatusCancelled},
 		{drydock.StatusRunning, drydock.StatusCancelled},
 		{drydock.StatusComplete, drydock.StatusError, drydock.StatusCancelled},
+		{drydock.StatusRunning, drydock.StatusRunning, drydock.StatusError, drydock.StatusRunning},
 	}
 	for _, statuses := range tests {
 		var want []string
-		for _, s := range statuses {
-			want = append(want, byStatus[s]...)
+		for i, s := range statuses {
+			if !slices.Contains(statuses[:i], s) {
+				want = append(want, byStatus[s]...)
+			}
 		}
 		got, _ := listAll(t, st, drydock.JobFilter{Status: statuses, Limit: 2})
 		if diff := cmp.Diff(newestFirst(want), got, jobOpts); diff != "" {

@@ -167,6 +167,13 @@ func (s *suite) testReleaseLease(t *testing.T) {
 	if got := mustGet(t, st, j.ID); got.Status != drydock.StatusRunning {
 		t.Fatalf("a released job is %s; want still running", got.Status)
 	}
+	// The releasing worker gave the job up: a late heartbeat cannot take it
+	// back.
+	_, err := st.RenewLease(t.Context(), j.ID, "stopping", time.Hour)
+	wantCode(t, "RenewLease after ReleaseLease", err, drydock.ELEASELOST)
+	_, err = st.RenewLease(t.Context(), j.ID, "", time.Hour)
+	wantCode(t, "RenewLease by the empty owner", err, drydock.ELEASELOST)
+
 	// No waiting for the hour-long TTL.
 	again := mustClaim(t, st, "next", time.Hour)
 	if again.ID != j.ID || again.Attempts != 2 || again.LeaseOwner != "next" {
@@ -176,15 +183,21 @@ func (s *suite) testReleaseLease(t *testing.T) {
 
 func (s *suite) testExpireLeases(t *testing.T) {
 	st := s.newStore(t)
-	owners := []string{"srv-1/a", "srv-1/b", "srv-1/c", "srv-2/a", "SRV-1/d", "srv-1x", "other"}
+	owners := []string{"srv-1/a", "srv-1/b", "srv-1/c", "srv-2/a", "SRV-1/d", "srv-1x", "other", "srv-1/e"}
 	leased := map[string]string{} // owner -> job
 	for range owners {
 		mustCreate(t, st, newJob(t, "u"))
 	}
 	for _, o := range owners {
-		leased[o] = mustClaim(t, st, o, time.Hour).ID
+		ttl := time.Hour
+		if o == "srv-1/e" {
+			// Claimed last, or the claims after it would take its job back.
+			ttl = time.Microsecond
+		}
+		leased[o] = mustClaim(t, st, o, ttl).ID
 	}
-	// A lease that already ended is not counted again.
+	time.Sleep(2 * time.Millisecond) // srv-1/e's lease runs out
+	// A released lease has no owner left to match.
 	if err := st.ReleaseLease(t.Context(), leased["srv-1/c"], "srv-1/c"); err != nil {
 		t.Fatal(err)
 	}
@@ -192,27 +205,31 @@ func (s *suite) testExpireLeases(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n != 1 {
-		t.Fatalf("ExpireLeases(srv-1/, keep srv-1/b) = %d; want 1 (srv-1/a)", n)
+	if n != 2 {
+		t.Fatalf("ExpireLeases(srv-1/, keep srv-1/b) = %d; want 2 (srv-1/a, and srv-1/e whose lease ran out)", n)
 	}
+	_, err = st.RenewLease(t.Context(), leased["srv-1/a"], "srv-1/a", time.Hour)
+	wantCode(t, "RenewLease by an expired owner", err, drydock.ELEASELOST)
+	if _, err := st.RenewLease(t.Context(), leased["srv-1/b"], "srv-1/b", time.Hour); err != nil {
+		t.Fatalf("RenewLease by the kept owner: %v", err)
+	}
+
 	recovered := map[string]bool{}
-	for range 2 {
+	for range 3 {
 		recovered[mustClaim(t, st, "srv-3/a", time.Hour).ID] = true
 	}
 	claimNone(t, st, "srv-3/a")
-	if !recovered[leased["srv-1/a"]] || !recovered[leased["srv-1/c"]] {
-		t.Fatalf("recovered %v; want the jobs of srv-1/a and srv-1/c", recovered)
+	for _, o := range []string{"srv-1/a", "srv-1/c", "srv-1/e"} {
+		if !recovered[leased[o]] {
+			t.Fatalf("recovered %v; want the jobs of srv-1/a, srv-1/c and srv-1/e", recovered)
+		}
 	}
 
-	// Prefix characters are literal, not patterns.
-	for _, prefix := range []string{"srv%", "srv_1", "SRV-1/b"} {
+	// Prefix characters are literal, not patterns, and case counts.
+	for _, prefix := range []string{"srv%", "srv_1", "SRV-1/b", "nobody/"} {
 		if n, err := st.ExpireLeases(t.Context(), prefix, ""); err != nil || n != 0 {
 			t.Fatalf("ExpireLeases(%q) = %d, %v; want 0", prefix, n, err)
 		}
-	}
-	// No running job of an unknown prefix.
-	if n, err := st.ExpireLeases(t.Context(), "nobody/", ""); err != nil || n != 0 {
-		t.Fatalf("ExpireLeases(nobody/) = %d, %v; want 0", n, err)
 	}
 	claimNone(t, st, "srv-3/b")
 
@@ -224,6 +241,13 @@ func (s *suite) testExpireLeases(t *testing.T) {
 	if n != 5 { // srv-1/b, srv-2/a, SRV-1/d, srv-1x, other
 		t.Fatalf("ExpireLeases(\"\", keep srv-3/a) = %d; want 5", n)
 	}
+	if n, err := st.ExpireLeases(t.Context(), "", "srv-3/a"); err != nil || n != 0 {
+		t.Fatalf("second ExpireLeases = %d, %v; want 0: the leases are already released", n, err)
+	}
+	for range 5 {
+		mustClaim(t, st, "srv-4/a", time.Hour)
+	}
+	claimNone(t, st, "srv-4/a")
 }
 
 func (s *suite) testUpdateProgress(t *testing.T) {
