@@ -65,3 +65,34 @@ func TestGroupCommitIsolatesFailures(t *testing.T) {
 		t.Fatalf("%d writes took %d transactions: no group commit happened", ops, batches)
 	}
 }
+
+// TestPragmas checks the settings the durability and concurrency claims of
+// the package rest on.
+func TestPragmas(t *testing.T) {
+	t.Parallel()
+	s := open(t, filepath.Join(t.TempDir(), "drydock.db"))
+	for _, tt := range []struct {
+		reader     bool
+		name, want string
+	}{
+		{false, "journal_mode", "wal"},
+		{false, "synchronous", "2"}, // FULL
+		{false, "foreign_keys", "1"},
+		{false, "busy_timeout", "10000"},
+		{true, "journal_mode", "wal"},
+		{true, "query_only", "1"},
+		{true, "busy_timeout", "10000"},
+	} {
+		get := s.WriterPragma
+		if tt.reader {
+			get = s.ReaderPragma
+		}
+		got, err := get(t.Context(), tt.name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != tt.want {
+			t.Errorf("PRAGMA %s (reader %v) = %q; want %q", tt.name, tt.reader, got, tt.want)
+		}
+	}
+}
