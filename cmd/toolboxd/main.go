@@ -1,0 +1,192 @@
+// Command toolboxd is the daemon that runs inside every sandbox: it serves
+// the toolbox API (package toolbox/server) on a unix socket or a TCP address.
+//
+// Configuration comes from flags, each with an environment default:
+//
+//	-listen      TOOLBOX_LISTEN      unix:PATH (or an absolute PATH) or HOST:PORT
+//	-token-file  TOOLBOX_TOKEN_FILE  a file holding the token; TOOLBOX_TOKEN holds it directly
+//	-workspace   TOOLBOX_WORKSPACE   the directory every file path is confined to
+//	-profile     TOOLBOX_PROFILE     headless or desktop
+//
+// The token is removed from the environment before anything is started, so
+// the shells and processes of the sandbox do not inherit it. Logs are JSON
+// on stderr. SIGTERM or SIGINT shuts down gracefully.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/drydockhq/drydock"
+	"github.com/drydockhq/drydock/toolbox"
+	"github.com/drydockhq/drydock/toolbox/server"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+// shutdownGrace bounds how long requests in flight (a long command) may
+// delay the exit.
+const shutdownGrace = 10 * time.Second
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	token := os.Getenv("TOOLBOX_TOKEN")
+	os.Unsetenv("TOOLBOX_TOKEN")
+	getenv := func(k string) string {
+		if k == "TOOLBOX_TOKEN" {
+			return token
+		}
+		return os.Getenv(k)
+	}
+	if err := run(ctx, os.Args[1:], getenv, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "toolboxd:", err)
+		os.Exit(1)
+	}
+}
+
+// run serves until ctx ends. It is main without the process: tests call it.
+func run(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
+	envOr := func(k, def string) string {
+		if v := getenv(k); v != "" {
+			return v
+		}
+		return def
+	}
+	fl := flag.NewFlagSet("toolboxd", flag.ContinueOnError)
+	fl.SetOutput(stderr)
+	listen := fl.String("listen", envOr("TOOLBOX_LISTEN", "unix:/run/toolbox/toolbox.sock"), "unix:PATH, an absolute socket PATH, or HOST:PORT")
+	tokenFile := fl.String("token-file", getenv("TOOLBOX_TOKEN_FILE"), "file holding the bearer token (default: $TOOLBOX_TOKEN)")
+	workspace := fl.String("workspace", envOr("TOOLBOX_WORKSPACE", "/workspace"), "directory every file path is confined to")
+	profile := fl.String("profile", envOr("TOOLBOX_PROFILE", string(drydock.ProfileHeadless)), "headless or desktop")
+	logLevel := fl.String("log-level", envOr("TOOLBOX_LOG_LEVEL", "info"), "debug, info, warn or error")
+	showVersion := fl.Bool("version", false, "print the version and exit")
+	if err := fl.Parse(args); err != nil {
+		return err
+	}
+	if *showVersion {
+		fmt.Fprintf(stderr, "toolboxd %s (API %d)\n", version, toolbox.APIVersion)
+		return nil
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+		return fmt.Errorf("-log-level: %w", err)
+	}
+	if p := drydock.Profile(*profile); !p.Valid() {
+		return fmt.Errorf("-profile must be %q or %q", drydock.ProfileHeadless, drydock.ProfileDesktop)
+	}
+	token, err := readToken(*tokenFile, getenv("TOOLBOX_TOKEN"))
+	if err != nil {
+		return err
+	}
+	logger := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level})).With("component", "toolboxd")
+
+	ln, cleanup, err := listenOn(*listen)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+
+	srv := server.New(server.Config{
+		Workspace: *workspace,
+		Token:     token,
+		Profile:   drydock.Profile(*profile),
+		Version:   version,
+	}, logger)
+	defer srv.Close()
+	hs := &http.Server{
+		Handler:           srv,
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(ln) }()
+	logger.Info("listening", "address", ln.Addr().String(), "network", ln.Addr().Network(),
+		"workspace", *workspace, "profile", *profile, "version", version, "api_version", toolbox.APIVersion)
+
+	select {
+	case err := <-served:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	logger.Info("shutting down")
+	sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+	defer cancel()
+	if err := hs.Shutdown(sctx); err != nil {
+		logger.Warn("requests still running at shutdown; closing them", "err", err)
+		hs.Close()
+	}
+	return nil
+}
+
+// readToken prefers the token file; an empty token is refused, since the
+// server would then answer nothing but 401.
+func readToken(file, env string) (string, error) {
+	tok := env
+	if file != "" {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return "", fmt.Errorf("read token file: %w", err)
+		}
+		tok = string(b)
+	}
+	tok = strings.TrimSpace(tok)
+	if tok == "" {
+		return "", errors.New("no token: set TOOLBOX_TOKEN or -token-file")
+	}
+	return tok, nil
+}
+
+// listenOn opens a unix socket ("unix:PATH" or an absolute path) or a TCP
+// address, and returns a cleanup that removes the socket file.
+func listenOn(addr string) (net.Listener, func(), error) {
+	path, isUnix := strings.CutPrefix(addr, "unix:")
+	if !isUnix && strings.HasPrefix(addr, "/") {
+		path, isUnix = addr, true
+	}
+	if !isUnix {
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			return nil, nil, fmt.Errorf("listen on %s: %w", addr, err)
+		}
+		return ln, func() {}, nil
+	}
+	path = strings.TrimPrefix(path, "//") // unix:///path
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, nil, fmt.Errorf("socket directory: %w", err)
+	}
+	// A socket left by a daemon that died is in the way; anything else at
+	// the path is not ours to remove.
+	if fi, err := os.Lstat(path); err == nil {
+		if fi.Mode()&fs.ModeSocket == 0 {
+			return nil, nil, fmt.Errorf("%s exists and is not a socket", path)
+		}
+		os.Remove(path)
+	}
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("listen on %s: %w", path, err)
+	}
+	ln.(*net.UnixListener).SetUnlinkOnClose(true)
+	// The orchestrator connects from the host, often as another uid; the
+	// bearer token, not the file mode, is what guards the API.
+	if err := os.Chmod(path, 0o666); err != nil {
+		ln.Close()
+		return nil, nil, fmt.Errorf("chmod socket: %w", err)
+	}
+	return ln, func() { ln.Close() }, nil
+}
