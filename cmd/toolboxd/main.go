@@ -1,16 +1,18 @@
 // Command toolboxd is the daemon that runs inside every sandbox: it serves
 // the toolbox API (package toolbox/server) on a unix socket or a TCP address.
 //
-// Configuration comes from flags, each with an environment default:
+// Configuration comes from flags, each with an environment default (the
+// runtimes set the environment; see runtime/docker):
 //
-//	-listen      TOOLBOX_LISTEN      unix:PATH (or an absolute PATH) or HOST:PORT
-//	-token-file  TOOLBOX_TOKEN_FILE  a file holding the token; TOOLBOX_TOKEN holds it directly
-//	-workspace   TOOLBOX_WORKSPACE   the directory every file path is confined to
-//	-profile     TOOLBOX_PROFILE     headless or desktop
+//	-listen      TOOLBOXD_LISTEN      unix:///PATH, tcp://HOST:PORT (also unix:PATH, /PATH, HOST:PORT)
+//	-token-file  TOOLBOXD_TOKEN_FILE  a file holding the token; TOOLBOXD_TOKEN (or TOOLBOX_TOKEN) holds it directly
+//	-workspace   TOOLBOXD_WORKSPACE   the directory every file path is confined to
+//	-profile     TOOLBOXD_PROFILE     headless or desktop
+//	-log-level   TOOLBOXD_LOG_LEVEL   debug, info, warn or error
 //
-// The token is removed from the environment before anything is started, so
-// the shells and processes of the sandbox do not inherit it. Logs are JSON
-// on stderr. SIGTERM or SIGINT shuts down gracefully.
+// The token is removed from the environment before anything is started, and
+// no TOOLBOXD_ variable reaches the sandbox's shells and processes. Logs are
+// JSON on stderr. SIGTERM or SIGINT shuts down gracefully.
 package main
 
 import (
@@ -38,6 +40,17 @@ import (
 // version is set at build time with -ldflags "-X main.version=...".
 var version = "dev"
 
+// The environment toolboxd reads.
+const (
+	envListen     = "TOOLBOXD_LISTEN"
+	envToken      = "TOOLBOXD_TOKEN"
+	envTokenAlias = "TOOLBOX_TOKEN"
+	envTokenFile  = "TOOLBOXD_TOKEN_FILE"
+	envWorkspace  = "TOOLBOXD_WORKSPACE"
+	envProfile    = "TOOLBOXD_PROFILE"
+	envLogLevel   = "TOOLBOXD_LOG_LEVEL"
+)
+
 // shutdownGrace bounds how long requests in flight (a long command) may
 // delay the exit.
 const shutdownGrace = 10 * time.Second
@@ -45,11 +58,14 @@ const shutdownGrace = 10 * time.Second
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	token := os.Getenv("TOOLBOX_TOKEN")
-	os.Unsetenv("TOOLBOX_TOKEN")
+	secrets := map[string]string{}
+	for _, k := range []string{envToken, envTokenAlias} {
+		secrets[k] = os.Getenv(k)
+		os.Unsetenv(k)
+	}
 	getenv := func(k string) string {
-		if k == "TOOLBOX_TOKEN" {
-			return token
+		if v, ok := secrets[k]; ok {
+			return v
 		}
 		return os.Getenv(k)
 	}
@@ -69,11 +85,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	}
 	fl := flag.NewFlagSet("toolboxd", flag.ContinueOnError)
 	fl.SetOutput(stderr)
-	listen := fl.String("listen", envOr("TOOLBOX_LISTEN", "unix:/run/toolbox/toolbox.sock"), "unix:PATH, an absolute socket PATH, or HOST:PORT")
-	tokenFile := fl.String("token-file", getenv("TOOLBOX_TOKEN_FILE"), "file holding the bearer token (default: $TOOLBOX_TOKEN)")
-	workspace := fl.String("workspace", envOr("TOOLBOX_WORKSPACE", "/workspace"), "directory every file path is confined to")
-	profile := fl.String("profile", envOr("TOOLBOX_PROFILE", string(drydock.ProfileHeadless)), "headless or desktop")
-	logLevel := fl.String("log-level", envOr("TOOLBOX_LOG_LEVEL", "info"), "debug, info, warn or error")
+	listen := fl.String("listen", envOr(envListen, "unix:///run/toolbox/toolboxd.sock"), "unix:///PATH or tcp://HOST:PORT")
+	tokenFile := fl.String("token-file", getenv(envTokenFile), "file holding the bearer token (default: $"+envToken+")")
+	workspace := fl.String("workspace", envOr(envWorkspace, "/workspace"), "directory every file path is confined to")
+	profile := fl.String("profile", envOr(envProfile, string(drydock.ProfileHeadless)), "headless or desktop")
+	logLevel := fl.String("log-level", envOr(envLogLevel, "info"), "debug, info, warn or error")
 	showVersion := fl.Bool("version", false, "print the version and exit")
 	if err := fl.Parse(args); err != nil {
 		return err
@@ -89,7 +105,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	if p := drydock.Profile(*profile); !p.Valid() {
 		return fmt.Errorf("-profile must be %q or %q", drydock.ProfileHeadless, drydock.ProfileDesktop)
 	}
-	token, err := readToken(*tokenFile, getenv("TOOLBOX_TOKEN"))
+	token, err := readToken(*tokenFile, envOr(envToken, getenv(envTokenAlias)))
 	if err != nil {
 		return err
 	}
@@ -146,19 +162,21 @@ func readToken(file, env string) (string, error) {
 	}
 	tok = strings.TrimSpace(tok)
 	if tok == "" {
-		return "", errors.New("no token: set TOOLBOX_TOKEN or -token-file")
+		return "", errors.New("no token: set " + envToken + " or -token-file")
 	}
 	return tok, nil
 }
 
-// listenOn opens a unix socket ("unix:PATH" or an absolute path) or a TCP
-// address, and returns a cleanup that removes the socket file.
+// listenOn opens a unix socket (unix:///PATH, unix:PATH or an absolute
+// PATH) or a TCP address (tcp://HOST:PORT or HOST:PORT), and returns a
+// cleanup that removes the socket file.
 func listenOn(addr string) (net.Listener, func(), error) {
 	path, isUnix := strings.CutPrefix(addr, "unix:")
 	if !isUnix && strings.HasPrefix(addr, "/") {
 		path, isUnix = addr, true
 	}
 	if !isUnix {
+		addr = strings.TrimPrefix(addr, "tcp://")
 		ln, err := net.Listen("tcp", addr)
 		if err != nil {
 			return nil, nil, fmt.Errorf("listen on %s: %w", addr, err)

@@ -97,8 +97,8 @@ func TestServesUnixSocketAndShutsDown(t *testing.T) {
 	}
 	stale.(*net.UnixListener).SetUnlinkOnClose(false)
 	stale.Close()
-	ep, logs, stop := start(t, []string{"-listen", "unix:" + sock, "-workspace", ws, "-profile", "desktop"},
-		map[string]string{"TOOLBOX_TOKEN": "s3cret-token"})
+	ep, logs, stop := start(t, []string{"-listen", "unix://" + sock, "-workspace", ws, "-profile", "desktop"},
+		map[string]string{"TOOLBOXD_TOKEN": "s3cret-token"})
 	if ep.Network != "unix" || ep.Address != sock {
 		t.Errorf("endpoint %+v", ep)
 	}
@@ -147,11 +147,27 @@ func TestServesTCPWithTokenFile(t *testing.T) {
 	dir := t.TempDir()
 	tokFile := filepath.Join(dir, "token")
 	os.WriteFile(tokFile, []byte("file-token\n"), 0o600)
-	ep, _, stop := start(t, []string{"-listen", "127.0.0.1:0", "-workspace", dir, "-token-file", tokFile}, nil)
+	ep, _, stop := start(t, nil, map[string]string{
+		"TOOLBOXD_LISTEN": "tcp://127.0.0.1:0", "TOOLBOXD_WORKSPACE": dir, "TOOLBOXD_TOKEN_FILE": tokFile,
+		"TOOLBOXD_TOKEN": "ignored: the file wins"})
 	if ep.Network != "tcp" {
 		t.Errorf("endpoint %+v", ep)
 	}
 	c := toolbox.New(ep, "file-token")
+	defer c.Close()
+	if err := c.WaitReady(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestTokenAlias(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	ep, _, stop := start(t, []string{"-listen", "127.0.0.1:0", "-workspace", dir}, map[string]string{"TOOLBOX_TOKEN": "alias"})
+	c := toolbox.New(ep, "alias")
 	defer c.Close()
 	if err := c.WaitReady(t.Context()); err != nil {
 		t.Fatal(err)
@@ -173,11 +189,11 @@ func TestRefusesBadConfig(t *testing.T) {
 		want string
 	}{
 		{"no token", []string{"-listen", "127.0.0.1:0"}, nil, "no token"},
-		{"blank token", []string{"-listen", "127.0.0.1:0"}, map[string]string{"TOOLBOX_TOKEN": "  \n"}, "no token"},
+		{"blank token", []string{"-listen", "127.0.0.1:0"}, map[string]string{"TOOLBOXD_TOKEN": "  \n"}, "no token"},
 		{"missing token file", []string{"-token-file", filepath.Join(dir, "nope")}, nil, "token file"},
-		{"bad profile", []string{"-profile", "gpu"}, map[string]string{"TOOLBOX_TOKEN": "t"}, "profile"},
-		{"path is not a socket", []string{"-listen", notSocket}, map[string]string{"TOOLBOX_TOKEN": "t"}, "not a socket"},
-		{"bad log level", []string{"-log-level", "loud"}, map[string]string{"TOOLBOX_TOKEN": "t"}, "log-level"},
+		{"bad profile", []string{"-profile", "gpu"}, map[string]string{"TOOLBOXD_TOKEN": "t"}, "profile"},
+		{"path is not a socket", []string{"-listen", notSocket}, map[string]string{"TOOLBOXD_TOKEN": "t"}, "not a socket"},
+		{"bad log level", []string{"-log-level", "loud"}, map[string]string{"TOOLBOXD_TOKEN": "t"}, "log-level"},
 	} {
 		var out syncBuffer
 		err := run(t.Context(), c.args, envFunc(c.env), &out)

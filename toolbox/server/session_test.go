@@ -197,8 +197,8 @@ func TestSessionLifecycle(t *testing.T) {
 	if !strings.HasPrefix(s1.ID, "s-") {
 		t.Errorf("generated id %q", s1.ID)
 	}
-	res := b.run(s1.ID, toolbox.RunRequest{Command: "pwd; echo $FROM_CONFIG $FROM_REQ; echo \"[$TOOLBOX_TOKEN]\""})
-	if want := filepath.Join(b.ws, "start") + "\ncfg req\n[]\n"; res.Output != want {
+	res := b.run(s1.ID, toolbox.RunRequest{Command: "pwd; echo $FROM_CONFIG $FROM_REQ"})
+	if want := filepath.Join(b.ws, "start") + "\ncfg req\n"; res.Output != want {
 		t.Errorf("session start state %q, want %q", res.Output, want)
 	}
 	b.session("two")
@@ -278,5 +278,23 @@ func TestSessionBackgroundOutput(t *testing.T) {
 	time.Sleep(600 * time.Millisecond)
 	if res := b.run("s", toolbox.RunRequest{Command: "echo now"}); res.Output != "late\nnow\n" {
 		t.Errorf("output of a background job between commands: %q", res.Output)
+	}
+}
+
+// The daemon's configuration and secrets stay out of the sandbox's
+// processes. Not parallel: it sets the process environment.
+func TestChildrenDoNotSeeDaemonSecrets(t *testing.T) {
+	t.Setenv("TOOLBOXD_VNC_PASSWORD", "vnc-secret")
+	t.Setenv("TOOLBOX_TOKEN", "token-secret")
+	t.Setenv("DRYDOCK_PASSED", "through")
+	b := setup(t)
+	b.session("s")
+	res := b.run("s", toolbox.RunRequest{Command: "env | grep -c secret; echo $DRYDOCK_PASSED"})
+	if res.Output != "0\nthrough\n" {
+		t.Errorf("session env: %q", res.Output)
+	}
+	r := b.ok(200, nil, "POST", "/v1/exec", toolbox.ExecRequest{Command: "env | grep -c secret"})
+	if out, _, _ := collect(execFrames(t, r.body)); out != "0\n" {
+		t.Errorf("exec env: %q", out)
 	}
 }

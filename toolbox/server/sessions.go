@@ -63,12 +63,13 @@ func (s *session) close() {
 }
 
 // env is the environment of shells and one-shot processes: the daemon's own
-// minus its secrets, terminal settings that keep programs from paging or
-// drawing, then the configured and requested variables.
+// minus its configuration and secrets (TOOLBOXD_*: token, VNC password),
+// terminal settings that keep programs from paging or drawing, then the
+// configured and requested variables.
 func (s *Server) env(extra map[string]string) []string {
 	var out []string
 	for _, kv := range os.Environ() {
-		if strings.HasPrefix(kv, "TOOLBOX_TOKEN=") {
+		if strings.HasPrefix(kv, "TOOLBOXD_") || strings.HasPrefix(kv, "TOOLBOX_TOKEN=") {
 			continue
 		}
 		out = append(out, kv)
