@@ -8,9 +8,9 @@ import (
 	"github.com/drydockhq/drydock"
 )
 
-func TestCancel(t *testing.T) {
+func TestCancelCommand(t *testing.T) {
 	t.Parallel()
-	srv, newRun := setup(t)
+	srv, newRun := setupFake(t)
 	pending := srv.AddJob(drydock.JobSpec{Task: "p"}, time.Now())
 	running := srv.AddJob(drydock.JobSpec{Task: "r"}, time.Now())
 	srv.SetStatus(running.ID, drydock.StatusRunning, "")

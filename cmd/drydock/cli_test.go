@@ -44,7 +44,7 @@ func (s *syncBuffer) String() string {
 }
 
 // run is one command line against a server.
-type run struct {
+type cliRun struct {
 	t         *testing.T
 	url       string
 	token     string
@@ -54,7 +54,7 @@ type run struct {
 	out, err  syncBuffer
 }
 
-func (r *run) exec(args ...string) error {
+func (r *cliRun) exec(args ...string) error {
 	r.t.Helper()
 	var c clientCLI
 	c.Out, c.Err, c.In = &r.out, &r.err, strings.NewReader(r.stdin)
@@ -90,12 +90,12 @@ func waitFor(t *testing.T, buf *syncBuffer, s string) {
 	}
 }
 
-func setup(t *testing.T) (*clienttest.Server, func() *run) {
+func setupFake(t *testing.T) (*clienttest.Server, func() *cliRun) {
 	t.Helper()
 	srv := clienttest.NewServer()
 	t.Cleanup(srv.Close)
 	srv.RequireToken("ddk_cli")
-	return srv, func() *run { return &run{t: t, url: srv.URL, token: "ddk_cli"} }
+	return srv, func() *cliRun { return &cliRun{t: t, url: srv.URL, token: "ddk_cli"} }
 }
 
 func mustContain(t *testing.T, what, got string, wants ...string) {
@@ -109,7 +109,7 @@ func mustContain(t *testing.T, what, got string, wants ...string) {
 
 func TestErrorsNameTheFix(t *testing.T) {
 	t.Parallel()
-	srv, newRun := setup(t)
+	srv, newRun := setupFake(t)
 
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

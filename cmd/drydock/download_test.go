@@ -24,9 +24,9 @@ func archived(t *testing.T, srv *clienttest.Server) (string, []byte) {
 	return j.ID, data
 }
 
-func TestDownload(t *testing.T) {
+func TestDownloadCommand(t *testing.T) {
 	t.Parallel()
-	srv, newRun := setup(t)
+	srv, newRun := setupFake(t)
 	id, data := archived(t, srv)
 	dir := t.TempDir()
 	out := filepath.Join(dir, "ws.tar.gz")
@@ -83,7 +83,7 @@ func TestDownload(t *testing.T) {
 
 func TestDownloadFlagErrors(t *testing.T) {
 	t.Parallel()
-	srv, newRun := setup(t)
+	srv, newRun := setupFake(t)
 	pending := srv.AddJob(drydock.JobSpec{Task: "t"}, time.Now())
 	dir := t.TempDir()
 	tests := []struct {
@@ -109,7 +109,7 @@ func TestDownloadFlagErrors(t *testing.T) {
 
 func TestDownloadDefaultName(t *testing.T) {
 	// t.Chdir rules out t.Parallel.
-	srv, newRun := setup(t)
+	srv, newRun := setupFake(t)
 	id, data := archived(t, srv)
 	t.Chdir(t.TempDir())
 	if err := newRun().exec("download", id); err != nil {
@@ -134,7 +134,7 @@ func TestFailedDownloadLeavesNothing(t *testing.T) {
 	}))
 	t.Cleanup(hs.Close)
 	dir := t.TempDir()
-	r := &run{t: t, url: hs.URL}
+	r := &cliRun{t: t, url: hs.URL}
 	err := r.exec("download", "j1", "-o", filepath.Join(dir, "j1.tar.gz"))
 	if err == nil {
 		t.Fatal("a download cut short succeeded")

@@ -14,7 +14,7 @@ import (
 
 func TestJobsTable(t *testing.T) {
 	t.Parallel()
-	srv, newRun := setup(t)
+	srv, newRun := setupFake(t)
 	now := time.Now()
 	a := srv.AddJob(drydock.JobSpec{Task: "Write a haiku\nabout ships"}, now.Add(-3*time.Hour))
 	b := srv.AddJob(drydock.JobSpec{Task: strings.Repeat("long task ", 20)}, now.Add(-90*time.Second))
@@ -41,7 +41,7 @@ func TestJobsTable(t *testing.T) {
 
 func TestJobsFilterPagesAndJSON(t *testing.T) {
 	t.Parallel()
-	srv, newRun := setup(t)
+	srv, newRun := setupFake(t)
 	var running []string
 	for i := range 7 {
 		j := srv.AddJob(drydock.JobSpec{Task: fmt.Sprint("t", i)}, time.Now())

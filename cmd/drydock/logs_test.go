@@ -13,7 +13,7 @@ import (
 
 func TestLogsPagesThroughTheWholeLog(t *testing.T) {
 	t.Parallel()
-	srv, newRun := setup(t)
+	srv, newRun := setupFake(t)
 	j := srv.AddJob(drydock.JobSpec{Task: "t"}, time.Now()) // event 1
 	srv.SetStatus(j.ID, drydock.StatusRunning, "")          // 2
 	for i := range 2500 {                                   // 3..2502: three pages of 1000
@@ -51,7 +51,7 @@ func TestLogsPagesThroughTheWholeLog(t *testing.T) {
 
 func TestLogsFollow(t *testing.T) {
 	t.Parallel()
-	srv, newRun := setup(t)
+	srv, newRun := setupFake(t)
 	j := srv.AddJob(drydock.JobSpec{Task: "t"}, time.Now())
 	srv.SetStatus(j.ID, drydock.StatusRunning, "")
 	r := newRun()

@@ -16,7 +16,7 @@ import (
 
 func TestScheduleSendsEveryFlag(t *testing.T) {
 	t.Parallel()
-	srv, newRun := setup(t)
+	srv, newRun := setupFake(t)
 	r := newRun()
 	err := r.exec("schedule", "build it", "--model", "m1", "--max-steps", "7", "--timeout", "15m", "--profile", "desktop",
 		"--meta", "team=docs", "--meta", "ticket=A;B=C")
@@ -39,7 +39,7 @@ func TestScheduleSendsEveryFlag(t *testing.T) {
 
 func TestScheduleReadsTheTaskFromStdinAndPrintsJSON(t *testing.T) {
 	t.Parallel()
-	srv, newRun := setup(t)
+	srv, newRun := setupFake(t)
 	r := newRun()
 	r.stdin = "  Fix the flaky test.\nIt is in pkg/x.\n"
 	if err := r.exec("schedule", "-", "--json"); err != nil {
@@ -59,7 +59,7 @@ func TestScheduleReadsTheTaskFromStdinAndPrintsJSON(t *testing.T) {
 
 func TestScheduleRejectsABlankTaskWithoutCallingTheServer(t *testing.T) {
 	t.Parallel()
-	srv, newRun := setup(t)
+	srv, newRun := setupFake(t)
 	r := newRun()
 	err := r.exec("schedule", "   ")
 	if err == nil || err.Error() != "task is required and must not be blank" {
@@ -71,7 +71,7 @@ func TestScheduleRejectsABlankTaskWithoutCallingTheServer(t *testing.T) {
 }
 
 // drive plays a job's run on the fake server once the CLI has scheduled it.
-func drive(t *testing.T, srv *clienttest.Server, r *run, end drydock.JobStatus) string {
+func drive(t *testing.T, srv *clienttest.Server, r *cliRun, end drydock.JobStatus) string {
 	t.Helper()
 	id := scheduled(t, srv)
 	waitFor(t, &r.out, "pending")
@@ -111,7 +111,7 @@ func scheduled(t *testing.T, srv *clienttest.Server) string {
 
 func TestScheduleFollow(t *testing.T) {
 	t.Parallel()
-	srv, newRun := setup(t)
+	srv, newRun := setupFake(t)
 	r := newRun()
 	done := make(chan error, 1)
 	go func() { done <- r.exec("schedule", "write a poem", "--follow") }()
@@ -145,7 +145,7 @@ func TestScheduleFollow(t *testing.T) {
 
 func TestScheduleFollowFailsWhenTheJobFails(t *testing.T) {
 	t.Parallel()
-	srv, newRun := setup(t)
+	srv, newRun := setupFake(t)
 	r := newRun()
 	r.color = true
 	done := make(chan error, 1)
@@ -163,7 +163,7 @@ func TestScheduleFollowFailsWhenTheJobFails(t *testing.T) {
 
 func TestScheduleFollowJSON(t *testing.T) {
 	t.Parallel()
-	srv, newRun := setup(t)
+	srv, newRun := setupFake(t)
 	r := newRun()
 	done := make(chan error, 1)
 	go func() { done <- r.exec("schedule", "write a poem", "--follow", "--json") }()
@@ -203,7 +203,7 @@ func jsonString(v any) string {
 
 func TestCtrlCStopsFollowingButNotTheJob(t *testing.T) {
 	t.Parallel()
-	srv, newRun := setup(t)
+	srv, newRun := setupFake(t)
 	r := newRun()
 	ctrlC, press := context.WithCancel(t.Context())
 	r.interrupt = ctrlC
@@ -230,7 +230,7 @@ func TestCtrlCStopsFollowingButNotTheJob(t *testing.T) {
 
 func TestScheduleWait(t *testing.T) {
 	t.Parallel()
-	srv, newRun := setup(t)
+	srv, newRun := setupFake(t)
 	r := newRun()
 	done := make(chan error, 1)
 	go func() { done <- r.exec("schedule", "quick", "--wait", "--json") }()
@@ -254,7 +254,7 @@ func TestScheduleWait(t *testing.T) {
 
 func TestCtrlCStopsWaitingButNotTheJob(t *testing.T) {
 	t.Parallel()
-	srv, newRun := setup(t)
+	srv, newRun := setupFake(t)
 	r := newRun()
 	ctrlC, press := context.WithCancel(t.Context())
 	r.interrupt = ctrlC

@@ -10,9 +10,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-func TestStatus(t *testing.T) {
+func TestStatusCommand(t *testing.T) {
 	t.Parallel()
-	srv, newRun := setup(t)
+	srv, newRun := setupFake(t)
 	j := srv.AddJob(drydock.JobSpec{Task: "Refactor the parser\nand add tests", Model: "m1", Profile: drydock.ProfileDesktop,
 		Metadata: map[string]string{"team": "docs", "a": "1"}}, time.Now().Add(-5*time.Minute))
 	srv.SetStatus(j.ID, drydock.StatusRunning, "")
