@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/url"
+	"os"
 	"runtime"
 	"strings"
 	"sync"
@@ -55,6 +56,14 @@ func Open(ctx context.Context, path string, logger *slog.Logger) (*Store, error)
 		// database would not be shared between the writer and the readers.
 		return nil, fmt.Errorf("open sqlite store: %q is not a plain file path", path)
 	}
+
+	// The file holds token hashes and every task and transcript: readable by
+	// its owner only. SQLite gives the -wal and -shm files the same mode.
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("open sqlite store: %w", err)
+	}
+	f.Close()
 
 	// synchronous=FULL: in WAL mode NORMAL survives a process crash but may
 	// lose the last commits on power loss; a job acknowledged with 201 must

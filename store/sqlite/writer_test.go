@@ -1,6 +1,7 @@
 package sqlite_test
 
 import (
+	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -93,6 +94,24 @@ func TestPragmas(t *testing.T) {
 		}
 		if got != tt.want {
 			t.Errorf("PRAGMA %s (reader %v) = %q; want %q", tt.name, tt.reader, got, tt.want)
+		}
+	}
+}
+
+func TestFilesPrivate(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "drydock.db")
+	s := open(t, path)
+	if err := s.CreateJob(t.Context(), &drydock.Job{ID: "j1", JobSpec: drydock.JobSpec{Task: "t"}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{path, path + "-wal", path + "-shm"} {
+		fi, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if mode := fi.Mode().Perm(); mode&0o077 != 0 {
+			t.Errorf("%s has mode %v; want no access for group and others", filepath.Base(p), mode)
 		}
 	}
 }
