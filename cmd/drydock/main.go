@@ -1,0 +1,66 @@
+// Command drydock is the Drydock orchestrator (drydock server), its CLI
+// client (schedule, status, logs, download, cancel, jobs), the token admin,
+// and the sandbox image builder. Each subcommand lives in its own file.
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/alecthomas/kong"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+type cli struct {
+	Globals
+
+	Server   ServerCmd   `cmd:"" help:"Run the orchestrator (HTTP API, job queue, sandboxes)."`
+	Schedule ScheduleCmd `cmd:"" help:"Schedule a task."`
+	Status   StatusCmd   `cmd:"" help:"Show a job's status."`
+	Logs     LogsCmd     `cmd:"" help:"Show a job's events."`
+	Download DownloadCmd `cmd:"" help:"Download a job's workspace archive."`
+	Cancel   CancelCmd   `cmd:"" help:"Cancel a job."`
+	Jobs     JobsCmd     `cmd:"" help:"List jobs."`
+	Token    TokenCmd    `cmd:"" help:"Manage API tokens (works on the server's data directory)."`
+	Image    ImageCmd    `cmd:"" help:"Build sandbox images."`
+	Bench    BenchCmd    `cmd:"" help:"Measure this machine (see docs/BENCHMARKS.md)."`
+	Version  VersionCmd  `cmd:"" help:"Print the version."`
+}
+
+// VersionCmd prints the build version.
+type VersionCmd struct{}
+
+func (VersionCmd) Run(g *Globals) error {
+	_, err := fmt.Fprintln(g.Out, "drydock", version)
+	return err
+}
+
+// defaultDataDir is where the server keeps its store and artifacts unless
+// told otherwise: the XDG data directory of the user.
+func defaultDataDir() string {
+	if d := os.Getenv("XDG_DATA_HOME"); d != "" {
+		return filepath.Join(d, "drydock")
+	}
+	if h, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(h, ".local", "share", "drydock")
+	}
+	return ".drydock"
+}
+
+func main() {
+	var c cli
+	c.Globals.Out, c.Globals.Err = os.Stdout, os.Stderr
+	ctx := kong.Parse(&c,
+		kong.Name("drydock"),
+		kong.Description("Drydock runs LLM coding agents in isolated sandboxes."),
+		kong.UsageOnError(),
+		kong.Vars{"data_dir": defaultDataDir()},
+	)
+	if err := ctx.Run(&c.Globals); err != nil {
+		fmt.Fprintln(os.Stderr, "drydock:", err)
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,100 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"sync"
+
+	"github.com/drydockhq/drydock"
+	"github.com/drydockhq/drydock/runtime/docker"
+	localrt "github.com/drydockhq/drydock/runtime/local"
+	"github.com/drydockhq/drydock/toolbox"
+)
+
+// toolboxConn adapts the toolbox client to the narrow interfaces of the
+// runner and the fake agent.
+type toolboxConn struct{ *toolbox.Client }
+
+func (t toolboxConn) WaitReady(ctx context.Context) error { return t.Client.WaitReady(ctx) }
+
+func (t toolboxConn) DownloadTar(ctx context.Context, path string) (io.ReadCloser, error) {
+	return t.Client.DownloadTar(ctx, path)
+}
+
+// toolboxCache keeps one client (one connection pool) per sandbox.
+type toolboxCache struct {
+	mu sync.Mutex
+	m  map[string]*toolbox.Client
+}
+
+func (c *toolboxCache) get(sb *drydock.Sandbox) toolboxConn {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	key := sb.ID + "\x00" + sb.Endpoint.Address + "\x00" + sb.Token
+	if cl, ok := c.m[key]; ok {
+		return toolboxConn{cl}
+	}
+	cl := toolbox.New(sb.Endpoint, sb.Token)
+	c.m[key] = cl
+	return toolboxConn{cl}
+}
+
+func (c *toolboxCache) forget(id string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k, cl := range c.m {
+		if len(k) > len(id) && k[:len(id)+1] == id+"\x00" {
+			cl.Close()
+			delete(c.m, k)
+		}
+	}
+}
+
+// forgetful drops a sandbox's cached client when the sandbox is destroyed.
+type forgetful struct {
+	drydock.Runtime
+	cache *toolboxCache
+}
+
+func (f forgetful) Destroy(ctx context.Context, id string) error {
+	f.cache.forget(id)
+	return f.Runtime.Destroy(ctx, id)
+}
+
+func (c *ServerCmd) buildRuntime(ctx context.Context, log *slog.Logger) (drydock.Runtime, func(*drydock.Sandbox) toolboxConn, func(), error) {
+	cache := &toolboxCache{m: map[string]*toolbox.Client{}}
+	var rt drydock.Runtime
+	closeFn := func() {}
+	switch c.Runtime {
+	case "local":
+		l, err := localrt.New(localrt.Options{Root: filepath.Join(c.DataDir, "sandboxes"), Logger: log})
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("local runtime: %w", err)
+		}
+		log.Warn("local runtime: sandboxes are plain directories with NO isolation; use it for development and tests only")
+		rt, closeFn = l, func() { l.Close() }
+	case "docker":
+		d, err := docker.New(docker.Options{
+			Host:     c.DockerHost,
+			ServerID: c.NodeID,
+			Images: map[drydock.Profile]string{
+				drydock.ProfileHeadless: c.ImageHeadless,
+				drydock.ProfileDesktop:  c.ImageDesktop,
+			},
+			Logger: log,
+		})
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("docker runtime: %w", err)
+		}
+		if _, err := d.List(ctx, map[string]string{drydock.LabelManaged: "true"}); err != nil {
+			return nil, nil, nil, fmt.Errorf("cannot reach the container engine (%s): %w; start Docker or Podman, or set --docker-host / DOCKER_HOST (or use --runtime local for development)", c.DockerHost, err)
+		}
+		rt, closeFn = d, func() { d.Close() }
+	default:
+		return nil, nil, nil, fmt.Errorf("unknown runtime %q", c.Runtime)
+	}
+	return forgetful{rt, cache}, cache.get, closeFn, nil
+}

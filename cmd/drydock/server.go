@@ -1,0 +1,200 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/drydockhq/drydock"
+	"github.com/drydockhq/drydock/agent/fake"
+	"github.com/drydockhq/drydock/api"
+	"github.com/drydockhq/drydock/artifact/local"
+	"github.com/drydockhq/drydock/runner"
+	"github.com/drydockhq/drydock/store/sqlite"
+	"github.com/drydockhq/drydock/watch"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+)
+
+// ServerCmd runs the orchestrator.
+type ServerCmd struct {
+	Listen        string          `default:"127.0.0.1:8080" env:"DRYDOCK_LISTEN" help:"Address to listen on. Anything but loopback requires API tokens."`
+	DataDir       string          `default:"${data_dir}" env:"DRYDOCK_DATA_DIR" help:"Directory for the SQLite store, artifacts and local sandboxes."`
+	PublicURL     string          `env:"DRYDOCK_PUBLIC_URL" help:"Base URL for links in answers (default: from the request's Host)."`
+	Runtime       string          `default:"docker" enum:"docker,local" env:"DRYDOCK_RUNTIME" help:"Sandbox runtime: docker (Docker or Podman socket) or local (no isolation; development only)."`
+	DockerHost    string          `env:"DOCKER_HOST" help:"Docker or Podman API socket (default: the engine's default)."`
+	ImageHeadless string          `default:"drydock-sandbox:headless" env:"DRYDOCK_IMAGE_HEADLESS" help:"Sandbox image for headless jobs."`
+	ImageDesktop  string          `default:"drydock-sandbox:desktop" env:"DRYDOCK_IMAGE_DESKTOP" help:"Sandbox image for desktop jobs."`
+	Agent         string          `default:"fake" enum:"fake" env:"DRYDOCK_AGENT" help:"Agent implementation (the LLM agent arrives with issue 4)."`
+	MaxConcurrent int             `default:"2" env:"DRYDOCK_MAX_CONCURRENT" help:"Jobs this server runs at once; 0 serves the API only (another replica runs the jobs)."`
+	JobTimeout    time.Duration   `default:"30m" env:"DRYDOCK_JOB_TIMEOUT" help:"Default wall-time limit of a job."`
+	LeaseTTL      time.Duration   `default:"30s" help:"How long a job's lease lasts without a heartbeat."`
+	NodeID        string          `env:"DRYDOCK_NODE_ID" help:"Stable name of this server (default: host name)."`
+	LogLevel      slog.Level      `default:"info" env:"DRYDOCK_LOG_LEVEL" help:"debug, info, warn or error."`
+	LogFormat     string          `default:"text" enum:"text,json" env:"DRYDOCK_LOG_FORMAT" help:"Log format: text or json."`
+	ShutdownGrace time.Duration   `default:"20s" help:"How long in-flight requests may take to finish on SIGTERM."`
+	Resources     ResourceOptions `embed:"" prefix:"sandbox-"`
+}
+
+// ResourceOptions are the per-sandbox limits.
+type ResourceOptions struct {
+	CPUs      float64 `default:"1" help:"CPUs per sandbox."`
+	MemoryMiB int64   `default:"2048" help:"Memory limit per sandbox in MiB."`
+	Pids      int64   `default:"1024" help:"Process limit per sandbox."`
+	DiskMiB   int64   `default:"2048" help:"Workspace size limit per sandbox in MiB."`
+}
+
+func newLogger(w *os.File, level slog.Level, format string) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: level}
+	if format == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// isLoopback reports whether addr only accepts connections from this host.
+func isLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func (c *ServerCmd) Run(g *Globals) error {
+	log := newLogger(os.Stderr, c.LogLevel, c.LogFormat)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	if c.NodeID == "" {
+		h, err := os.Hostname()
+		if err != nil {
+			h = "drydock"
+		}
+		c.NodeID = h
+	}
+	if err := os.MkdirAll(c.DataDir, 0o700); err != nil {
+		return fmt.Errorf("create data dir %s: %w", c.DataDir, err)
+	}
+	st, err := sqlite.Open(ctx, filepath.Join(c.DataDir, "drydock.db"), log.With("component", "store"))
+	if err != nil {
+		return fmt.Errorf("open store: %w", err)
+	}
+	defer st.Close()
+
+	tokens, err := st.CountTokens(ctx)
+	if err != nil {
+		return fmt.Errorf("count tokens: %w", err)
+	}
+	devMode := false
+	switch {
+	case tokens == 0 && !isLoopback(c.Listen):
+		return fmt.Errorf("refusing to listen on %s without API tokens: anyone who can reach it could run code. Create a token with 'drydock token create --admin --data-dir %s', or listen on 127.0.0.1", c.Listen, c.DataDir)
+	case tokens == 0:
+		devMode = true
+		log.Warn("development mode: no API tokens exist, so requests without a token act as the local admin; this is allowed on loopback only", "listen", c.Listen)
+	}
+
+	artifacts, err := local.New(filepath.Join(c.DataDir, "artifacts"))
+	if err != nil {
+		return err
+	}
+	rt, toolbox, closeRuntime, err := c.buildRuntime(ctx, log)
+	if err != nil {
+		return err
+	}
+	defer closeRuntime()
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	ws := watch.Wrap(st)
+	agent := &fake.Agent{Dial: func(sb *drydock.Sandbox) fake.Workspace { return toolbox(sb) }}
+	run := runner.New(runner.Config{
+		NodeID:         c.NodeID,
+		MaxConcurrent:  c.MaxConcurrent,
+		LeaseTTL:       c.LeaseTTL,
+		DefaultTimeout: c.JobTimeout,
+		Images: map[drydock.Profile]string{
+			drydock.ProfileHeadless: c.ImageHeadless,
+			drydock.ProfileDesktop:  c.ImageDesktop,
+		},
+		Resources: drydock.Resources{
+			CPUs:           c.Resources.CPUs,
+			MemoryBytes:    c.Resources.MemoryMiB << 20,
+			PidsLimit:      c.Resources.Pids,
+			WorkspaceBytes: c.Resources.DiskMiB << 20,
+		},
+	}, runner.Deps{
+		Store: ws, Runtime: rt, Agent: agent, Artifacts: artifacts,
+		Toolbox: func(sb *drydock.Sandbox) runner.Toolbox { return toolbox(sb) },
+		Logger:  log, Metrics: runner.NewMetrics(reg),
+	})
+	srv := api.New(api.Config{DevMode: devMode, PublicURL: c.PublicURL}, ws, run, artifacts, reg, log)
+
+	ln, err := net.Listen("tcp", c.Listen)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w (is another drydock server running? choose another address with --listen)", c.Listen, err)
+	}
+	hs := &http.Server{
+		Handler:           srv,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       60 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	hs.RegisterOnShutdown(srv.Shutdown)
+
+	runCtx, stopRunner := context.WithCancel(context.Background())
+	defer stopRunner()
+	runDone := make(chan error, 1)
+	if c.MaxConcurrent > 0 {
+		go func() { runDone <- run.Run(runCtx) }()
+	} else {
+		log.Info("API-only mode: this server runs no jobs (--max-concurrent 0)")
+		go func() { <-runCtx.Done(); runDone <- nil }()
+	}
+	serveDone := make(chan error, 1)
+	go func() { serveDone <- hs.Serve(ln) }()
+	log.Info("drydock server listening", "url", "http://"+ln.Addr().String(), "runtime", rt.Name(), "node", c.NodeID, "owner", run.Owner(), "data_dir", c.DataDir, "max_concurrent", c.MaxConcurrent)
+
+	select {
+	case <-ctx.Done():
+		log.Info("shutting down: finishing in-flight requests; running jobs stay recoverable")
+	case err := <-serveDone:
+		stopRunner()
+		<-runDone
+		return fmt.Errorf("serve: %w", err)
+	case err := <-runDone:
+		shutdownHTTP(hs, c.ShutdownGrace, log)
+		return fmt.Errorf("runner: %w", err)
+	}
+	shutdownHTTP(hs, c.ShutdownGrace, log)
+	stopRunner()
+	if err := <-runDone; err != nil {
+		log.Error("runner stopped with error", "err", err)
+	}
+	log.Info("stopped")
+	return nil
+}
+
+func shutdownHTTP(hs *http.Server, grace time.Duration, log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	if err := hs.Shutdown(ctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		log.Warn("http shutdown", "err", err)
+		hs.Close()
+	}
+}

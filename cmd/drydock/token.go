@@ -1,0 +1,113 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"text/tabwriter"
+	"time"
+
+	"github.com/drydockhq/drydock"
+	"github.com/drydockhq/drydock/store/sqlite"
+)
+
+// TokenCmd manages API tokens directly in the server's store, so the first
+// admin token can be made before any token exists to call the API with.
+type TokenCmd struct {
+	DataDir string `default:"${data_dir}" env:"DRYDOCK_DATA_DIR" help:"The server's data directory."`
+
+	Create TokenCreateCmd `cmd:"" help:"Create a token and print it once."`
+	List   TokenListCmd   `cmd:"" help:"List tokens (never their secrets)."`
+	Revoke TokenRevokeCmd `cmd:"" help:"Revoke a token by id."`
+}
+
+func (c *TokenCmd) open(ctx context.Context) (*sqlite.Store, error) {
+	st, err := sqlite.Open(ctx, filepath.Join(c.DataDir, "drydock.db"), slog.New(slog.DiscardHandler))
+	if err != nil {
+		return nil, fmt.Errorf("open store in %s: %w (set --data-dir to the server's data directory)", c.DataDir, err)
+	}
+	return st, nil
+}
+
+// TokenCreateCmd creates a token.
+type TokenCreateCmd struct {
+	Name  string `help:"A name to recognize the token by." default:"default"`
+	Admin bool   `help:"The token sees every user's jobs."`
+	JSON  bool   `help:"Print JSON."`
+}
+
+func (c *TokenCreateCmd) Run(g *Globals, parent *TokenCmd) error {
+	ctx := context.Background()
+	st, err := parent.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	secret, hash := drydock.NewTokenSecret()
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	t := &drydock.Token{ID: "tok_" + hex.EncodeToString(b[:]), Name: c.Name, Admin: c.Admin, CreatedAt: time.Now().UTC(), Hash: hash}
+	if err := st.CreateToken(ctx, t); err != nil {
+		return fmt.Errorf("create token: %w", err)
+	}
+	if c.JSON {
+		return json.NewEncoder(g.Out).Encode(map[string]any{"id": t.ID, "name": t.Name, "admin": t.Admin, "token": secret})
+	}
+	fmt.Fprintf(g.Err, "Created token %s (%s, admin=%v). It is shown only now; keep it safe:\n", t.ID, t.Name, t.Admin)
+	fmt.Fprintln(g.Out, secret)
+	return nil
+}
+
+// TokenListCmd lists tokens.
+type TokenListCmd struct {
+	JSON bool `help:"Print JSON."`
+}
+
+func (c *TokenListCmd) Run(g *Globals, parent *TokenCmd) error {
+	ctx := context.Background()
+	st, err := parent.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	ts, err := st.ListTokens(ctx)
+	if err != nil {
+		return err
+	}
+	if c.JSON {
+		return json.NewEncoder(g.Out).Encode(ts)
+	}
+	tw := tabwriter.NewWriter(g.Out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tNAME\tADMIN\tCREATED\tREVOKED")
+	for _, t := range ts {
+		revoked := "-"
+		if t.RevokedAt != nil {
+			revoked = t.RevokedAt.Format(time.RFC3339)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%v\t%s\t%s\n", t.ID, t.Name, t.Admin, t.CreatedAt.Format(time.RFC3339), revoked)
+	}
+	return tw.Flush()
+}
+
+// TokenRevokeCmd revokes a token.
+type TokenRevokeCmd struct {
+	ID string `arg:"" help:"Token id (tok_...)."`
+}
+
+func (c *TokenRevokeCmd) Run(g *Globals, parent *TokenCmd) error {
+	ctx := context.Background()
+	st, err := parent.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if err := st.RevokeToken(ctx, c.ID); err != nil {
+		return fmt.Errorf("revoke %s: %w", c.ID, err)
+	}
+	fmt.Fprintf(g.Out, "revoked %s\n", c.ID)
+	return nil
+}
