@@ -92,7 +92,9 @@ type Options struct {
 	// Defaults overrides DefaultResources field by field.
 	Defaults drydock.Resources
 	// OCIRuntime selects the engine's container runtime (runsc for gVisor,
-	// kata-runtime, ...); empty means the engine's default.
+	// kata-runtime, ...); empty means the engine's default. Podman's compat
+	// API ignores it, so with Podman Create refuses it: configure the runtime
+	// in containers.conf there.
 	OCIRuntime string
 	// EgressNetwork is the network a sandbox joins when its spec allows
 	// egress; empty means the engine's default bridge.
@@ -115,6 +117,10 @@ type Runtime struct {
 
 	mu     sync.Mutex
 	engine string // "docker" or "podman" once known
+
+	// beforeStart, when set by a test, runs between create and start, to
+	// fail a Create after the container exists.
+	beforeStart func(id string) error
 }
 
 // New connects to the engine. It does not contact it: the first call does,
@@ -257,6 +263,12 @@ func (r *Runtime) createContainer(ctx context.Context, id, dir, img string, spec
 	if err != nil {
 		return nil, err
 	}
+	if podman && r.opts.OCIRuntime != "" {
+		// Podman 4's compat API accepts HostConfig.Runtime and ignores it;
+		// running a sandbox with weaker isolation than asked is worse than
+		// not running it.
+		return nil, drydock.Errorf(drydock.EINVALID, "Podman's Docker-compatible API ignores the OCI runtime %q; set [engine] runtime in containers.conf instead", r.opts.OCIRuntime)
+	}
 	pids := res.PidsLimit
 	hc := &container.HostConfig{
 		NetworkMode:    network,
@@ -292,6 +304,11 @@ func (r *Runtime) createContainer(ctx context.Context, id, dir, img string, spec
 			return nil, drydock.Errorf(drydock.EINVALID, "sandbox image %s not found (build it with drydock image build)", img)
 		}
 		return nil, engineError(fmt.Sprintf("create sandbox %s", id), err)
+	}
+	if r.beforeStart != nil {
+		if err := r.beforeStart(id); err != nil {
+			return nil, err
+		}
 	}
 	if _, err := r.cli.ContainerStart(ctx, id, client.ContainerStartOptions{}); err != nil {
 		return nil, engineError(fmt.Sprintf("start sandbox %s", id), err)
