@@ -43,6 +43,20 @@
 // workspace root, absolute paths must lie inside it, and neither ".." nor a
 // symbolic link may lead out of it (the server resolves paths with os.Root).
 //
+// # Sessions
+//
+// A session is a bash whose cwd, variables, functions and background jobs
+// persist from one command to the next. A run returns when the command
+// ends, when it has printed nothing for the idle timeout (default 30s; the
+// reply says Running and a run with no command waits again), or at the hard
+// timeout (default 2m), where it gets Ctrl-C and, if it ignores that for a
+// few seconds, its shell is killed (ShellExited; the next command gets a fresh
+// shell). Ctrl-C abandons the rest of the command, as at a terminal, and
+// leaves background jobs alone. Commands read stdin from /dev/null. Output
+// (stdout and stderr interleaved) is capped in the reply (default 30000
+// bytes, head and tail kept); beyond the cap the whole output is kept in the
+// workspace under .drydock/outputs/, and the reply names the file.
+//
 // # Versions
 //
 // APIVersion changes whenever the behaviour of the API changes, so a caller

@@ -145,6 +145,7 @@ type RunRequest struct {
 	Command string `json:"command,omitempty"`
 	// Timeout is the hard limit, counted from the command's start: the command
 	// is interrupted (Ctrl-C), and if it does not stop the shell is killed.
+	// On a wait (no command) it gives the running command this much more time.
 	Timeout drydock.Duration `json:"timeout,omitempty"`
 	// IdleTimeout returns early, with the command still running, when it has
 	// printed nothing for this long.
@@ -203,8 +204,8 @@ const (
 // /v1/exec. The last frame is of type "exit" or "error".
 type ExecFrame struct {
 	Type     string           `json:"type"`
-	Data     []byte           `json:"data,omitempty"` // stdout, stderr
-	ExitCode int              `json:"exit_code"`      // exit
+	Data     []byte           `json:"data,omitempty"`      // stdout, stderr
+	ExitCode int              `json:"exit_code,omitempty"` // exit
 	TimedOut bool             `json:"timed_out,omitempty"`
 	Duration drydock.Duration `json:"duration,omitempty"`
 	Error    *ErrorDetail     `json:"error,omitempty"`
