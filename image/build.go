@@ -375,6 +375,9 @@ func (b *builder) addToolboxd(ctx context.Context, baseRef, finalRef string) err
 		Comment:   "drydock: add toolboxd",
 		Changes:   Changes(b.profile),
 		NoPause:   true,
+		// Podman's compat API fails to decode an empty body; an empty
+		// config changes nothing on either engine.
+		Config: &container.Config{},
 	}); err != nil {
 		return fmt.Errorf("commit %s: %w", finalRef, err)
 	}
