@@ -285,7 +285,14 @@ func (s *session) begin(req toolbox.RunRequest, timeout time.Duration, maxOut in
 		s.sh = sh
 	}
 	sh := s.sh
-	if err := os.WriteFile(sh.script, []byte(req.Command+"\n"), 0o600); err != nil {
+	err := os.WriteFile(sh.script, []byte(req.Command+"\n"), 0o600)
+	if os.IsNotExist(err) {
+		// A command cleaned out /tmp, scratch directory and all.
+		if err = os.MkdirAll(filepath.Dir(sh.script), 0o700); err == nil {
+			err = os.WriteFile(sh.script, []byte(req.Command+"\n"), 0o600)
+		}
+	}
+	if err != nil {
 		return nil, fmt.Errorf("write command script: %w", err)
 	}
 	s.seq++

@@ -298,3 +298,16 @@ func TestChildrenDoNotSeeDaemonSecrets(t *testing.T) {
 		t.Errorf("exec env: %q", out)
 	}
 }
+
+func TestSessionSurvivesLossOfScratchDir(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.session("s")
+	res := b.run("s", toolbox.RunRequest{Command: "rm -rf " + b.srv.stateDir + "; echo cleaned"})
+	if res.Output != "cleaned\n" {
+		t.Fatalf("cleanup run: %+v", res)
+	}
+	if res := b.run("s", toolbox.RunRequest{Command: "echo still works"}); res.Output != "still works\n" {
+		t.Errorf("after the scratch dir was removed: %+v", res)
+	}
+}
