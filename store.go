@@ -25,12 +25,14 @@ type Store interface {
 	// ClaimJob gives owner a lease on one runnable job: the oldest pending one,
 	// or a running one whose lease has expired (its worker died). The job is
 	// returned running with Attempts incremented; nil, nil when there is none.
+	// It appends no event: the worker records the transition it makes.
 	ClaimJob(ctx context.Context, owner string, ttl time.Duration) (*Job, error)
 	// RenewLease extends owner's lease and returns the job's current state (so
 	// the worker sees cancel requests). ELEASELOST if owner lost it.
 	RenewLease(ctx context.Context, id, owner string, ttl time.Duration) (*Job, error)
 	// ReleaseLease expires owner's lease at once and keeps the job running, so
-	// that the next claimer recovers it without waiting for the TTL.
+	// that the next claimer recovers it without waiting for the TTL. The owner
+	// is cleared, so a late heartbeat of the releasing worker gets ELEASELOST.
 	ReleaseLease(ctx context.Context, id, owner string) error
 	// ExpireLeases releases every lease whose owner starts with prefix, except
 	// those held by keep. A restarted server uses it to recover the jobs its
@@ -55,7 +57,8 @@ type Store interface {
 	ListEvents(ctx context.Context, jobID string, after int64, limit int) ([]*Event, error)
 
 	CreateToken(ctx context.Context, t *Token) error
-	// TokenByHash returns the unrevoked token with this hash, or ENOTFOUND.
+	// TokenByHash returns the unrevoked token with this hash, or ENOTFOUND. It
+	// may record LastUsedAt in the background (at most once a minute).
 	TokenByHash(ctx context.Context, hash []byte) (*Token, error)
 	ListTokens(ctx context.Context) ([]*Token, error)
 	RevokeToken(ctx context.Context, id string) error
