@@ -349,8 +349,15 @@ func (b *builder) importBase(ctx context.Context, tarball, ref string) error {
 // container is enough to copy into and commit, on Docker and Podman alike.
 func (b *builder) addToolboxd(ctx context.Context, baseRef, finalRef string) error {
 	b.logf("adding toolboxd to %s", baseRef)
+	// No labels: commit would carry them into the image. The name tells a
+	// container left by a killed build apart, and this build removes it.
+	name := "drydock-image-build-" + strings.TrimPrefix(finalRef, Repository+":")
+	if _, err := b.cli.ContainerRemove(ctx, name, client.ContainerRemoveOptions{Force: true}); err != nil && !cerrdefs.IsNotFound(err) {
+		return fmt.Errorf("remove stale layering container: %w", err)
+	}
 	c, err := b.cli.ContainerCreate(ctx, client.ContainerCreateOptions{
-		Config:     &container.Config{Image: baseRef, Labels: map[string]string{"drydock.image-build": "true"}},
+		Name:       name,
+		Config:     &container.Config{Image: baseRef},
 		HostConfig: &container.HostConfig{NetworkMode: "none"},
 	})
 	if err != nil {
