@@ -64,6 +64,7 @@ type Runtime struct {
 	socketDir string
 	opts      Options
 	log       *slog.Logger
+	base      *slog.Logger // for the toolbox servers
 
 	mu     sync.Mutex
 	served map[string]*instance
@@ -102,7 +103,7 @@ func New(opts Options) (*Runtime, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	r := &Runtime{root: root, opts: opts, log: log.With("component", "runtime.local"), served: map[string]*instance{}}
+	r := &Runtime{root: root, opts: opts, log: log.With("component", "runtime.local"), base: log, served: map[string]*instance{}}
 	switch {
 	case opts.SocketDir != "":
 		r.socketDir, err = filepath.Abs(opts.SocketDir)
@@ -240,7 +241,7 @@ func (r *Runtime) serve(m meta, token string) (*instance, error) {
 		Version:   "local",
 		Env:       m.Env,
 		StateDir:  filepath.Join(dir, stateDir),
-	}, r.log.With("sandbox", m.ID))
+	}, r.base.With("component", "toolboxd", "sandbox", m.ID))
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
 	go hs.Serve(ln)
 	return &instance{srv: srv, hs: hs, sock: sock}, nil
