@@ -104,6 +104,9 @@ type imageOnce struct {
 // image takes minutes.
 func testImage(t testing.TB, host string) string {
 	t.Helper()
+	if _, err := exec.LookPath("busybox"); err != nil {
+		t.Skip("busybox is not installed (apt-get install busybox-static; scripts/testenv/docker-up.sh does)")
+	}
 	v, _ := testImages.LoadOrStore(host, &imageOnce{})
 	o := v.(*imageOnce)
 	o.once.Do(func() { o.ref, o.err = importTestImage(host) })

@@ -16,14 +16,16 @@ ping_docker() {
 	curl -sf --max-time 2 --unix-socket "$SOCK" http://docker/_ping >/dev/null 2>&1
 }
 
-if ! command -v dockerd >/dev/null 2>&1; then
+# busybox-static makes the tiny image runtime/docker's tests run sandboxes from.
+if ! command -v dockerd >/dev/null 2>&1 || ! command -v busybox >/dev/null 2>&1; then
 	if [ "$(id -u)" != 0 ]; then
-		echo "docker-up: dockerd missing (run as root to install docker.io)" >&2
+		echo "docker-up: dockerd or busybox missing (run as root to install docker.io busybox-static)" >&2
 		exit 1
 	fi
-	echo "docker-up: installing docker.io"
+	echo "docker-up: installing docker.io busybox-static"
 	mkdir -p /run/drydock-test
-	if ! DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=900 install -y -q --no-install-recommends docker.io >/run/drydock-test/apt.log 2>&1; then
+	# A fresh machine may have no package lists yet.
+	if ! { apt-get -o DPkg::Lock::Timeout=900 update -q && DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=900 install -y -q --no-install-recommends docker.io busybox-static ; } >/run/drydock-test/apt.log 2>&1; then
 		cat /run/drydock-test/apt.log >&2
 		exit 1
 	fi

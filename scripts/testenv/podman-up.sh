@@ -22,10 +22,11 @@ if [ "$(id -u)" != 0 ]; then
 	echo "podman-up: needs root" >&2
 	exit 1
 fi
-if ! command -v podman >/dev/null 2>&1 || ! command -v newuidmap >/dev/null 2>&1 || [ ! -x /usr/libexec/podman/catatonit ]; then
-	echo "podman-up: installing podman uidmap catatonit"
+if ! command -v podman >/dev/null 2>&1 || ! command -v newuidmap >/dev/null 2>&1 || [ ! -x /usr/libexec/podman/catatonit ] || ! command -v busybox >/dev/null 2>&1; then
+	echo "podman-up: installing podman uidmap catatonit busybox-static"
 	mkdir -p /run/drydock-test
-	if ! DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=900 install -y -q podman uidmap catatonit >/run/drydock-test/apt.log 2>&1; then
+	# A fresh machine may have no package lists yet.
+	if ! { apt-get -o DPkg::Lock::Timeout=900 update -q && DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=900 install -y -q podman uidmap catatonit busybox-static ; } >/run/drydock-test/apt.log 2>&1; then
 		cat /run/drydock-test/apt.log >&2
 		exit 1
 	fi
