@@ -85,7 +85,7 @@ func freeAddr(t *testing.T) string {
 func newServer(t *testing.T, extra ...string) *server {
 	t.Helper()
 	s := &server{t: t, dataDir: t.TempDir(), addr: freeAddr(t)}
-	s.args = append([]string{"server", "--listen", s.addr, "--data-dir", s.dataDir, "--runtime", "local", "--lease-ttl", "3s", "--log-level", "debug"}, extra...)
+	s.args = append([]string{"server", "--listen", s.addr, "--data-dir", s.dataDir, "--runtime", "local", "--lease-ttl", "3s", "--log-level", "info"}, extra...)
 	return s
 }
 

@@ -70,7 +70,7 @@ func (c *ServerCmd) buildRuntime(ctx context.Context, log *slog.Logger) (drydock
 	closeFn := func() {}
 	switch c.Runtime {
 	case "local":
-		l, err := localrt.New(localrt.Options{Root: filepath.Join(c.DataDir, "sandboxes"), Logger: log})
+		l, err := localrt.New(localrt.Options{Root: filepath.Join(c.DataDir, "sandboxes"), ServerID: c.NodeID, Logger: log})
 		if err != nil {
 			return nil, nil, nil, fmt.Errorf("local runtime: %w", err)
 		}

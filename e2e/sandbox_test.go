@@ -1,0 +1,68 @@
+package e2e_test
+
+import (
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/drydockhq/drydock"
+)
+
+// engines lists the container engines the test setup started (make test
+// starts both); each case skips with the reason when its engine is absent.
+func engines() []struct{ name, env string } {
+	return []struct{ name, env string }{
+		{"docker", "DRYDOCK_TEST_DOCKER_HOST"},
+		{"podman", "DRYDOCK_TEST_PODMAN_HOST"},
+	}
+}
+
+// A job runs end to end in a real sandbox on Docker and on Podman: created,
+// worked in through toolboxd, archived, destroyed with nothing left behind.
+func TestJobInRealSandbox(t *testing.T) {
+	t.Parallel()
+	for _, e := range engines() {
+		t.Run(e.name, func(t *testing.T) {
+			t.Parallel()
+			host := os.Getenv(e.env)
+			if host == "" {
+				t.Skipf("%s not set: no %s engine to run sandboxes on (make test starts one)", e.env, e.name)
+			}
+			image := os.Getenv("DRYDOCK_TEST_IMAGE_HEADLESS")
+			if image == "" {
+				image = "drydock-sandbox:headless"
+			}
+			s := newServer(t, "--node-id", "e2e-"+e.name+"-"+strings.ReplaceAll(t.Name(), "/", "-"))
+			for i, a := range s.args {
+				if a == "local" && s.args[i-1] == "--runtime" {
+					s.args[i] = "docker"
+				}
+			}
+			s.args = append(s.args, "--docker-host", host, "--image-headless", image)
+			s.start()
+			id := s.schedule(`{"task": "in a real sandbox [fake:steps=2] [fake:delay=10ms]"}`)
+			j, seen := s.waitTerminal(id, 2*time.Minute)
+			if j.Status != drydock.StatusComplete {
+				t.Fatalf("job ended %s (%v): %s\n%s", j.Status, seen, j.Error, s.logs)
+			}
+			_, data := s.do("GET", "/v1/jobs/"+id+"/artifact.tar.gz", "", "")
+			want := []string{"SUMMARY.md", "notes/step-001.md", "notes/step-002.md"}
+			got := tarGzNames(t, data)
+			for _, w := range want {
+				if !slices.Contains(got, w) {
+					t.Errorf("archive lacks %s: %v", w, got)
+				}
+			}
+			// The sandbox is gone.
+			out, err := exec.Command("docker", "-H", host, "ps", "-a", "--filter", "label=drydock.job="+id, "--format", "{{.ID}}").CombinedOutput()
+			if err != nil {
+				t.Logf("docker CLI check skipped: %v %s", err, out)
+			} else if strings.TrimSpace(string(out)) != "" {
+				t.Errorf("container left behind: %s", out)
+			}
+		})
+	}
+}
