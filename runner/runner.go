@@ -38,6 +38,9 @@ type Config struct {
 	ReadyTimeout time.Duration
 	// ArchiveTimeout bounds archiving the workspace at the end (default 10m).
 	ArchiveTimeout time.Duration
+	// ReapInterval is how often sandboxes of finished jobs are looked for
+	// (default 1m).
+	ReapInterval time.Duration
 }
 
 func (c *Config) setDefaults() {
@@ -64,6 +67,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.ArchiveTimeout <= 0 {
 		c.ArchiveTimeout = 10 * time.Minute
+	}
+	if c.ReapInterval <= 0 {
+		c.ReapInterval = time.Minute
 	}
 }
 
@@ -160,6 +166,12 @@ func (r *Runner) Run(ctx context.Context) error {
 	defer func() {
 		stopJobs(errShutdown)
 		r.wg.Wait()
+	}()
+
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		r.reapLoop(ctx)
 	}()
 
 	ticker := time.NewTicker(r.cfg.PollInterval)

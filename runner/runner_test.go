@@ -47,10 +47,11 @@ func (a *countingAgent) Run(ctx context.Context, run *drydock.AgentRun) (*drydoc
 }
 
 type bundle struct {
-	store   *sqlite.Store
-	runtime *localrt.Runtime
-	agent   *countingAgent
-	deps    runner.Deps
+	sandboxRoot string
+	store       *sqlite.Store
+	runtime     *localrt.Runtime
+	agent       *countingAgent
+	deps        runner.Deps
 }
 
 func setup(t *testing.T) *bundle {
@@ -61,7 +62,7 @@ func setup(t *testing.T) *bundle {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	rt, err := localrt.New(localrt.Options{Root: filepath.Join(dir, "sandboxes")})
+	rt, err := localrt.New(localrt.Options{Root: filepath.Join(dir, "sandboxes"), ServerID: "n"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +73,7 @@ func setup(t *testing.T) *bundle {
 	}
 	dial := func(sb *drydock.Sandbox) conn { return conn{toolbox.New(sb.Endpoint, sb.Token)} }
 	ag := &countingAgent{inner: &fake.Agent{Dial: func(sb *drydock.Sandbox) fake.Workspace { return dial(sb) }}}
-	return &bundle{store: st, runtime: rt, agent: ag, deps: runner.Deps{
+	return &bundle{sandboxRoot: filepath.Join(dir, "sandboxes"), store: st, runtime: rt, agent: ag, deps: runner.Deps{
 		Store: st, Runtime: rt, Agent: ag, Artifacts: arts,
 		Toolbox: func(sb *drydock.Sandbox) runner.Toolbox { return dial(sb) },
 	}}
@@ -200,5 +201,54 @@ func TestExpiredLeaseIsTakenOver(t *testing.T) {
 	j := waitTerminal(t, b.store, id)
 	if j.Status != drydock.StatusComplete || j.Steps != 2 {
 		t.Errorf("job: %s steps=%d %q", j.Status, j.Steps, j.Error)
+	}
+}
+
+// The reaper removes sandboxes of finished and unknown jobs, and keeps those
+// of running jobs and of other servers.
+func TestReaperRemovesOnlyFinishedOrUnknown(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	other, err := localrt.New(localrt.Options{Root: b.sandboxRoot, ServerID: "someone-else"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { other.Close() })
+	mk := func(jobID, server string) *drydock.Sandbox {
+		rt := b.runtime
+		if server != "n" {
+			rt = other
+		}
+		sb, err := rt.Create(t.Context(), drydock.SandboxSpec{JobID: jobID, Profile: drydock.ProfileHeadless, Labels: map[string]string{
+			drydock.LabelManaged: "true", drydock.LabelJob: jobID, drydock.LabelServer: server,
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sb
+	}
+	running := b.create(t, "x")
+	if _, err := b.store.ClaimJob(t.Context(), "other:1", time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	done := b.create(t, "y")
+	if _, err := b.store.CancelJob(t.Context(), done); err != nil {
+		t.Fatal(err)
+	}
+	keepRunning := mk(running, "n")
+	reapDone := mk(done, "n")
+	reapUnknown := mk("0193ffff-0000-7000-8000-000000000000", "n")
+	otherServer := mk("0193ffff-0000-7000-8000-000000000001", "someone-else")
+
+	r := runner.New(runner.Config{NodeID: "n"}, b.deps)
+	n, err := r.Reap(t.Context())
+	if err != nil || n != 2 {
+		t.Fatalf("Reap = %d, %v; want 2", n, err)
+	}
+	for sb, want := range map[*drydock.Sandbox]bool{keepRunning: true, reapDone: false, reapUnknown: false, otherServer: true} {
+		_, err := b.runtime.Get(t.Context(), sb.ID)
+		if exists := err == nil; exists != want {
+			t.Errorf("sandbox of job %s exists=%v, want %v (%v)", sb.Labels[drydock.LabelJob], exists, want, err)
+		}
 	}
 }

@@ -1,0 +1,59 @@
+package runner
+
+import (
+	"context"
+	"time"
+
+	"github.com/drydockhq/drydock"
+)
+
+// Reap destroys this server's sandboxes whose job is finished or unknown:
+// those a crash left between archiving and teardown, or whose job was
+// deleted. Sandboxes of running jobs stay, whichever replica runs them, so a
+// recovering replica can reattach. Only sandboxes labelled with this node id
+// are considered, so that servers with different stores sharing one engine
+// never reap each other's sandboxes.
+func (r *Runner) Reap(ctx context.Context) (int, error) {
+	sbs, err := r.deps.Runtime.List(ctx, map[string]string{
+		drydock.LabelManaged: "true",
+		drydock.LabelServer:  r.cfg.NodeID,
+	})
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, sb := range sbs {
+		jobID := sb.Labels[drydock.LabelJob]
+		job, err := r.deps.Store.GetJob(ctx, jobID)
+		switch {
+		case err == nil && !job.Status.Terminal():
+			continue
+		case err != nil && drydock.ErrorCode(err) != drydock.ENOTFOUND:
+			r.log.Warn("reaper: look up job", "job_id", jobID, "err", err)
+			continue
+		}
+		if err := r.deps.Runtime.Destroy(ctx, sb.ID); err != nil {
+			r.log.Warn("reaper: destroy sandbox", "sandbox_id", sb.ID, "job_id", jobID, "err", err)
+			continue
+		}
+		r.log.Info("reaped sandbox of a finished or unknown job", "sandbox_id", sb.ID, "job_id", jobID)
+		n++
+	}
+	return n, nil
+}
+
+// reapLoop runs Reap at start and then every interval until ctx ends.
+func (r *Runner) reapLoop(ctx context.Context) {
+	t := time.NewTicker(r.cfg.ReapInterval)
+	defer t.Stop()
+	for {
+		if _, err := r.Reap(ctx); err != nil && ctx.Err() == nil {
+			r.log.Warn("reaper pass failed", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
