@@ -3,6 +3,7 @@ package docker
 import (
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"slices"
 	"strconv"
@@ -61,12 +62,26 @@ func forEngine(t *testing.T, f func(t *testing.T, s setup)) {
 	}
 }
 
+// forEngineAndImage runs f on the test image and, when DRYDOCK_TEST_IMAGE
+// names one, on the real image with the real toolboxd too.
+func forEngineAndImage(t *testing.T, f func(t *testing.T, s setup)) {
+	forEngine(t, f)
+	if img := os.Getenv("DRYDOCK_TEST_IMAGE"); img != "" {
+		for _, e := range engines {
+			t.Run(e.name+"/real-image", func(t *testing.T) {
+				t.Parallel()
+				f(t, setup{host: requireEngine(t, e.env), image: img})
+			})
+		}
+	}
+}
+
 // TestSecurityDefaults checks from inside a running sandbox what the design
 // promises: who it runs as, what it may do, where it may write and what it
 // can reach.
 func TestSecurityDefaults(t *testing.T) {
 	t.Parallel()
-	forEngine(t, func(t *testing.T, s setup) {
+	forEngineAndImage(t, func(t *testing.T, s setup) {
 		rt := s.newRuntime(t)
 		sb := secure(t, s, rt)
 		cli := rt.Client()
@@ -98,7 +113,7 @@ func TestSecurityDefaults(t *testing.T) {
 			}
 		}
 		// Programs built in the workspace must run: tmpfs defaults to noexec.
-		if r := run("cp /bin/busybox /workspace/true && /workspace/true"); r.exit != 0 {
+		if r := run("cp /bin/true /workspace/true && /workspace/true"); r.exit != 0 {
 			t.Errorf("cannot execute in /workspace: %+v", r)
 		}
 
@@ -161,7 +176,7 @@ func TestEgressJoinsANetwork(t *testing.T) {
 // the host keep working.
 func TestBombsStayInside(t *testing.T) {
 	t.Parallel()
-	forEngine(t, func(t *testing.T, s setup) {
+	forEngineAndImage(t, func(t *testing.T, s setup) {
 		rt := s.newRuntime(t)
 		bomb := secure(t, s, rt)
 		bystander := secure(t, s, rt)
