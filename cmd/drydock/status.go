@@ -60,7 +60,11 @@ func printStatus(w io.Writer, j *drydock.Job, color bool, now time.Time) error {
 	row("Finished", when(j.FinishedAt))
 	row("Steps", fmt.Sprint(j.Steps))
 	if u := j.Usage; u.InputTokens+u.OutputTokens > 0 || u.CostUSD > 0 {
-		row("Usage", fmt.Sprintf("%s in / %s out tokens, %s", thousands(u.InputTokens), thousands(u.OutputTokens), cost(u.CostUSD)))
+		usage := fmt.Sprintf("%s in / %s out tokens", thousands(u.InputTokens), thousands(u.OutputTokens))
+		if u.CostUSD > 0 {
+			usage += ", " + cost(u.CostUSD)
+		}
+		row("Usage", usage)
 	}
 	if j.Error != "" {
 		row("Error", ansi(color, red, strings.ReplaceAll(j.Error, "\n", " ")))
