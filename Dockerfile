@@ -15,6 +15,9 @@ RUN CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o /out/toolboxd ./cmd/too
 
 FROM debian:bookworm-slim
 ARG PROFILE=desktop
+# The configuration below switches to the agent; installing needs root, even
+# on a base image that set another user.
+USER root
 COPY image/packages/ /tmp/drydock/packages/
 COPY image/setup.sh /tmp/drydock/setup.sh
 RUN set -eu; \

@@ -47,16 +47,18 @@ func TestDockerfileMatchesChanges(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
+	// The configuration is what follows the copy of toolboxd into the
+	// final stage.
 	var got []string
-	inFinalStage := false
+	configuring := false
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		line := strings.TrimSpace(sc.Text())
-		if strings.HasPrefix(line, "FROM ") {
-			inFinalStage = strings.Contains(line, "debian:bookworm-slim")
+		if strings.HasPrefix(line, "COPY --from=toolboxd ") {
+			configuring = true
 			continue
 		}
-		if !inFinalStage {
+		if !configuring {
 			continue
 		}
 		for _, kw := range []string{"USER ", "WORKDIR ", "ENV ", "LABEL ", "ENTRYPOINT "} {
@@ -83,19 +85,19 @@ func TestCheckStatic(t *testing.T) {
 			t.Errorf("/bin/sh: got %v, want EINVALID for a dynamic binary", err)
 		}
 	}
-	static := buildStatic(t)
+	static := buildStatic(t, "../runtime/runtimetest/testdata/healthd")
 	if err := checkStatic(static); err != nil {
 		t.Errorf("static binary refused: %v", err)
 	}
 }
 
-func buildStatic(t *testing.T) string {
+func buildStatic(t *testing.T, pkg string) string {
 	t.Helper()
-	out := filepath.Join(t.TempDir(), "healthd")
-	cmd := exec.Command("go", "build", "-o", out, "../runtime/runtimetest/testdata/healthd")
+	out := filepath.Join(t.TempDir(), filepath.Base(pkg))
+	cmd := exec.Command("go", "build", "-trimpath", "-o", out, pkg)
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build healthd: %v\n%s", err, b)
+		t.Fatalf("build %s: %v\n%s", pkg, err, b)
 	}
 	return out
 }
@@ -103,7 +105,8 @@ func buildStatic(t *testing.T) string {
 // TestBuild runs the real build: mmdebstrap takes minutes the first time, so
 // it only runs when DRYDOCK_TEST_IMAGE_BUILD names a profile and
 // DRYDOCK_TEST_DOCKER_HOST an engine. DRYDOCK_TEST_TOOLBOXD may name the
-// toolboxd to install; the default is the test health server.
+// toolboxd to install; the default builds ./cmd/toolboxd, since the build
+// retags drydock-sandbox:<profile>, which other tests run.
 func TestBuild(t *testing.T) {
 	profile := drydock.Profile(os.Getenv("DRYDOCK_TEST_IMAGE_BUILD"))
 	host := os.Getenv("DRYDOCK_TEST_DOCKER_HOST")
@@ -112,7 +115,7 @@ func TestBuild(t *testing.T) {
 	}
 	toolboxd := os.Getenv("DRYDOCK_TEST_TOOLBOXD")
 	if toolboxd == "" {
-		toolboxd = buildStatic(t)
+		toolboxd = buildStatic(t, "../cmd/toolboxd")
 	}
 	opts := Options{
 		Profile: profile, Toolboxd: toolboxd, DockerHost: host,
