@@ -52,7 +52,7 @@ type bundle struct {
 	admin     string
 }
 
-func setup(t *testing.T, dev bool) *bundle {
+func setup(t testing.TB, dev bool) *bundle {
 	t.Helper()
 	dir := t.TempDir()
 	st, err := sqlite.Open(t.Context(), filepath.Join(dir, "db"), slog.New(slog.DiscardHandler))
