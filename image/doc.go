@@ -7,7 +7,7 @@
 // a base image. The static toolboxd binary is then added as a thin layer on
 // top (create a container, copy the file in, commit with the image's
 // configuration), so a new toolboxd build re-layers in about a second instead
-// of importing the 1.3 GB root filesystem again.
+// of importing the root filesystem (1.4 GB headless, 1.8 GB desktop) again.
 //
 // Every step is cached by a hash of its inputs:
 //

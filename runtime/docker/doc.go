@@ -6,7 +6,14 @@
 // design: user 1000 in /workspace, all capabilities dropped,
 // no-new-privileges, the engine's default seccomp profile, a read-only root
 // filesystem, memory, CPU and pids limits, and no network at all unless the
-// spec names egress destinations. The engine's socket is never mounted.
+// spec names egress destinations. The engine's socket is never mounted. The
+// engine's init runs as PID 1 and reaps orphans, so that a fork bomb's
+// processes free their pids when they end.
+//
+// Egress is all or nothing here: a spec with any destination joins the
+// engine's default network (or Options.EgressNetwork), and the engine does
+// not filter by destination. Filtering needs a proxy or firewall rules that
+// this package does not install.
 //
 // toolboxd listens on a unix socket in a per-sandbox host directory
 // (StateDir/<id>/toolbox, mounted at /run/toolbox), so the orchestrator
