@@ -1,15 +1,38 @@
 package e2e_test
 
 import (
+	"context"
 	"os"
-	"os/exec"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/drydockhq/drydock"
+	"github.com/drydockhq/drydock/runtime/docker"
 )
+
+// destroyByServer removes every sandbox a test's server created.
+func destroyByServer(t *testing.T, host, node string) {
+	rt, err := docker.New(docker.Options{Host: host})
+	if err != nil {
+		t.Logf("cleanup: %v", err)
+		return
+	}
+	defer rt.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	sbs, err := rt.List(ctx, map[string]string{drydock.LabelServer: node})
+	if err != nil {
+		t.Logf("cleanup: %v", err)
+		return
+	}
+	for _, sb := range sbs {
+		if err := rt.Destroy(ctx, sb.ID); err != nil {
+			t.Logf("cleanup: destroy %s: %v", sb.ID, err)
+		}
+	}
+}
 
 // engines lists the container engines the test setup started (make test
 // starts both); each case skips with the reason when its engine is absent.
@@ -35,7 +58,10 @@ func TestJobInRealSandbox(t *testing.T) {
 			if image == "" {
 				image = "drydock-sandbox:headless"
 			}
-			s := newServer(t, "--node-id", "e2e-"+e.name+"-"+strings.ReplaceAll(t.Name(), "/", "-"))
+			node := "e2e-" + e.name + "-" + strings.ReplaceAll(t.Name(), "/", "-")
+			s := newServer(t, "--node-id", node)
+			// Whatever happens to the server, leave no sandbox behind.
+			t.Cleanup(func() { destroyByServer(t, host, node) })
 			for i, a := range s.args {
 				if a == "local" && s.args[i-1] == "--runtime" {
 					s.args[i] = "docker"
@@ -57,11 +83,13 @@ func TestJobInRealSandbox(t *testing.T) {
 				}
 			}
 			// The sandbox is gone.
-			out, err := exec.Command("docker", "-H", host, "ps", "-a", "--filter", "label=drydock.job="+id, "--format", "{{.ID}}").CombinedOutput()
+			rt, err := docker.New(docker.Options{Host: host})
 			if err != nil {
-				t.Logf("docker CLI check skipped: %v %s", err, out)
-			} else if strings.TrimSpace(string(out)) != "" {
-				t.Errorf("container left behind: %s", out)
+				t.Fatal(err)
+			}
+			defer rt.Close()
+			if left, err := rt.List(t.Context(), map[string]string{drydock.LabelJob: id}); err != nil || len(left) != 0 {
+				t.Errorf("sandboxes left behind: %v %v", left, err)
 			}
 		})
 	}
