@@ -1,0 +1,79 @@
+package anthropic_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/drydockhq/drydock"
+
+	"github.com/drydockhq/drydock/llm"
+	"github.com/drydockhq/drydock/llm/anthropic"
+	"github.com/drydockhq/drydock/llm/llmtest"
+)
+
+func TestConformance(t *testing.T) {
+	llmtest.Run(t, func(t *testing.T, srv *llmtest.Server, cfg llmtest.Config) llm.Provider {
+		p, err := anthropic.New(anthropic.Config{
+			APIKey: cfg.APIKey, BaseURL: srv.AnthropicBaseURL(),
+			MaxRetries: cfg.MaxRetries, RequestTimeout: cfg.RequestTimeout,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	})
+}
+
+func TestPromptCaching(t *testing.T) {
+	t.Parallel()
+	srv := llmtest.NewServer(t, llmtest.Options{Turns: []llmtest.Turn{{Text: "ok"}, {Text: "ok"}}})
+	p, err := anthropic.New(anthropic.Config{APIKey: llmtest.TestKey, BaseURL: srv.AnthropicBaseURL()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	short := []llm.Message{{Role: llm.RoleUser, Text: "first"}}
+	long := []llm.Message{
+		{Role: llm.RoleUser, Text: "first"},
+		{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: "toolu_1", Name: "bash", Input: []byte(`{"command":"ls"}`)}}},
+		{Role: llm.RoleUser, ToolResults: []llm.ToolResult{{CallID: "toolu_1", Output: "a.txt"}}},
+		{Role: llm.RoleAssistant, Text: "Thinking."},
+		{Role: llm.RoleUser, Text: "go on"},
+	}
+	tools := []llm.Tool{{Name: "bash", InputSchema: []byte(`{"type":"object","properties":{"command":{"type":"string"}}}`)}}
+	for _, msgs := range [][]llm.Message{short, long} {
+		if _, err := p.Complete(t.Context(), &llm.Request{Model: "claude-sonnet-4-5", System: "sys", Tools: tools, Messages: msgs}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reqs := srv.Requests()
+	// The system prompt, plus the last one or two user turns.
+	if reqs[0].CacheBreakpoints != 2 || reqs[1].CacheBreakpoints != 3 {
+		t.Errorf("cache breakpoints %d and %d; want 2 and 3", reqs[0].CacheBreakpoints, reqs[1].CacheBreakpoints)
+	}
+	if reqs[0].MaxTokens != anthropic.DefaultMaxTokens {
+		t.Errorf("max_tokens %d; want the default %d", reqs[0].MaxTokens, anthropic.DefaultMaxTokens)
+	}
+}
+
+func TestNoCredentials(t *testing.T) {
+	t.Setenv("ANTHROPIC_API_KEY", "")
+	t.Setenv("ANTHROPIC_AUTH_TOKEN", "")
+	_, err := anthropic.New(anthropic.Config{})
+	if drydock.ErrorCode(err) != drydock.EINVALID || !strings.Contains(drydock.ErrorMessage(err), "ANTHROPIC_API_KEY") {
+		t.Errorf("error %v; want EINVALID naming ANTHROPIC_API_KEY", err)
+	}
+}
+
+func TestEnvironment(t *testing.T) {
+	srv := llmtest.NewServer(t, llmtest.Options{APIKey: "sk-ant-from-env-0123456789", Turns: []llmtest.Turn{{Text: "hi"}}})
+	t.Setenv("ANTHROPIC_API_KEY", "sk-ant-from-env-0123456789")
+	t.Setenv("ANTHROPIC_BASE_URL", srv.AnthropicBaseURL())
+	p, err := anthropic.New(anthropic.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := p.Complete(t.Context(), &llm.Request{Model: "claude-haiku-4-5", Messages: []llm.Message{{Role: llm.RoleUser, Text: "hi"}}})
+	if err != nil || res.Text != "hi" {
+		t.Fatalf("%+v %v", res, err)
+	}
+}

@@ -1,0 +1,23 @@
+// Package llmtest is a scripted model server and the conformance suite
+// every llm.Provider passes.
+//
+// The Server is a real HTTP server on 127.0.0.1 that speaks both the
+// OpenAI chat completions wire format (POST /v1/chat/completions) and the
+// Anthropic Messages format (POST /v1/messages), non-streaming. It answers
+// each request with the next planned Turn (text and tool calls, or a fault:
+// 429, 500, 529, 401, a dropped connection, a slow answer), or with what a
+// function decides from the request, and records every request it received,
+// decoded back into provider-neutral messages, so tests can check what the
+// model was shown. Like the real APIs it refuses malformed conversations
+// with 400 (a tool result without its call, calls left unanswered, roles
+// out of order, empty text blocks, ...) and records why, so a provider or a
+// prompt builder that breaks the rules fails its tests.
+//
+// Production code reaches it through the unchanged SDK clients: point
+// OpenAI's base URL at Server.OpenAIBaseURL() or Anthropic's at
+// Server.AnthropicBaseURL(). Besides tests, it serves demos and the replay
+// command.
+//
+// Run(t, factory) is the conformance suite: each provider's tests call it
+// with a function that builds the provider against a given server.
+package llmtest

@@ -1,0 +1,53 @@
+package openai_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/drydockhq/drydock"
+
+	"github.com/drydockhq/drydock/llm"
+	"github.com/drydockhq/drydock/llm/llmtest"
+	"github.com/drydockhq/drydock/llm/openai"
+)
+
+func TestConformance(t *testing.T) {
+	llmtest.Run(t, func(t *testing.T, srv *llmtest.Server, cfg llmtest.Config) llm.Provider {
+		p, err := openai.New(openai.Config{
+			APIKey: cfg.APIKey, BaseURL: srv.OpenAIBaseURL(),
+			MaxRetries: cfg.MaxRetries, RequestTimeout: cfg.RequestTimeout,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	})
+}
+
+func TestNoCredentials(t *testing.T) {
+	t.Setenv("OPENAI_API_KEY", "")
+	t.Setenv("OPENAI_BASE_URL", "")
+	_, err := openai.New(openai.Config{})
+	if drydock.ErrorCode(err) != drydock.EINVALID || !strings.Contains(drydock.ErrorMessage(err), "OPENAI_API_KEY") {
+		t.Errorf("error %v; want EINVALID naming OPENAI_API_KEY", err)
+	}
+}
+
+// A local OpenAI-compatible server (Ollama, llama.cpp) needs a base URL
+// and no key.
+func TestEnvironmentBaseURLWithoutKey(t *testing.T) {
+	srv := llmtest.NewServer(t, llmtest.Options{Turns: []llmtest.Turn{{Text: "local"}}})
+	t.Setenv("OPENAI_API_KEY", "")
+	t.Setenv("OPENAI_BASE_URL", srv.OpenAIBaseURL())
+	p, err := openai.New(openai.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := p.Complete(t.Context(), &llm.Request{Model: "llama3.1:8b", Messages: []llm.Message{{Role: llm.RoleUser, Text: "hi"}}})
+	if err != nil || res.Text != "local" {
+		t.Fatalf("%+v %v", res, err)
+	}
+	if c := srv.Requests()[0].Credential; c != "" {
+		t.Errorf("sent credential %q; want none", c)
+	}
+}
