@@ -1,0 +1,247 @@
+package postgres
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/drydockhq/drydock"
+)
+
+const (
+	defaultListLimit = 50
+	maxListLimit     = 500
+)
+
+// jobColumns is the column list every job query selects; scanJob reads it.
+const jobColumns = `id, owner_id, status, created_at, started_at, finished_at, error, summary,
+	task, model, max_steps, timeout_ms, profile, metadata,
+	steps, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd,
+	sandbox_id, artifact_key, artifact_size, cancel_requested, lease_owner, lease_expires_at, attempts`
+
+func scanJob(row pgx.Row) (*drydock.Job, error) {
+	var (
+		j                 drydock.Job
+		started, finished *time.Time
+		leaseExpires      *time.Time
+		metadata          []byte
+		timeoutMS         int64
+		status, profile   string
+	)
+	err := row.Scan(&j.ID, &j.OwnerID, &status, &j.CreatedAt, &started, &finished, &j.Error, &j.Summary,
+		&j.Task, &j.Model, &j.MaxSteps, &timeoutMS, &profile, &metadata,
+		&j.Steps, &j.Usage.InputTokens, &j.Usage.OutputTokens, &j.Usage.CacheReadTokens, &j.Usage.CacheWriteTokens, &j.Usage.CostUSD,
+		&j.SandboxID, &j.ArtifactKey, &j.ArtifactSize, &j.CancelRequested, &j.LeaseOwner, &leaseExpires, &j.Attempts)
+	if err != nil {
+		return nil, err
+	}
+	j.Status = drydock.JobStatus(status)
+	j.Profile = drydock.Profile(profile)
+	j.Timeout = drydock.Duration(time.Duration(timeoutMS) * time.Millisecond)
+	j.CreatedAt = j.CreatedAt.UTC()
+	j.StartedAt = utc(started)
+	j.FinishedAt = utc(finished)
+	if leaseExpires != nil {
+		j.LeaseExpiresAt = leaseExpires.UTC()
+	}
+	if metadata != nil {
+		if err := json.Unmarshal(metadata, &j.Metadata); err != nil {
+			return nil, fmt.Errorf("stored metadata of job %s: %w", j.ID, err)
+		}
+	}
+	return &j, nil
+}
+
+// pendingEvent is the data of every job's first event.
+var pendingEvent = mustJSON(statusData{Status: drydock.StatusPending})
+
+func mustJSON(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}
+
+// CreateJob stores job as pending with its first status event, in one
+// statement (so one round trip and one commit). It sets job.Status, and
+// job.CreatedAt when zero (from the database clock), and rounds CreatedAt to
+// microseconds.
+func (s *Store) CreateJob(ctx context.Context, job *drydock.Job) error {
+	if job.ID == "" {
+		return drydock.Errorf(drydock.EINVALID, "job id is required")
+	}
+	var metadata *string
+	if len(job.Metadata) > 0 {
+		b, err := json.Marshal(job.Metadata)
+		if err != nil {
+			return fmt.Errorf("create job %s: encode metadata: %w", job.ID, err)
+		}
+		m := string(b)
+		metadata = &m
+	}
+	var created time.Time
+	err := s.pool.QueryRow(ctx, `WITH j AS (
+			INSERT INTO jobs (id, owner_id, status, created_at, task, model, max_steps, timeout_ms, profile, metadata, last_seq)
+			VALUES ($1, $2, 'pending', COALESCE($3, now()), $4, $5, $6, $7, $8, $9, 1)
+			RETURNING id, created_at)
+		INSERT INTO events (job_id, seq, type, time, data)
+		SELECT id, 1, 'status', created_at, $10 FROM j
+		RETURNING time`,
+		job.ID, job.OwnerID, dbTime(job.CreatedAt), job.Task, job.Model, job.MaxSteps,
+		time.Duration(job.Timeout).Milliseconds(), string(job.Profile), metadata, pendingEvent).Scan(&created)
+	switch {
+	case isUnique(err):
+		return drydock.Errorf(drydock.ECONFLICT, "job %s already exists", job.ID)
+	case isBadText(err):
+		return drydock.Errorf(drydock.EINVALID, "job %s: text fields must be valid UTF-8 without NUL characters", job.ID)
+	case err != nil:
+		return wrapErr("create job "+job.ID, err)
+	}
+	job.Status = drydock.StatusPending
+	job.CreatedAt = created.UTC()
+	return nil
+}
+
+// GetJob returns the job or ENOTFOUND.
+func (s *Store) GetJob(ctx context.Context, id string) (*drydock.Job, error) {
+	if badKey(id) {
+		return nil, notFound(id)
+	}
+	j, err := scanJob(s.pool.QueryRow(ctx, `SELECT `+jobColumns+` FROM jobs WHERE id = $1`, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, notFound(id)
+	}
+	if err != nil {
+		return nil, wrapErr("get job "+id, err)
+	}
+	return j, nil
+}
+
+// ListJobs pages through jobs by descending id: ids are UUIDv7, so this is
+// newest first, and the cursor is the last id of the page. The cursor has
+// the SQLite store's form, so it means the same whichever store issued it.
+func (s *Store) ListJobs(ctx context.Context, f drydock.JobFilter) ([]*drydock.Job, string, error) {
+	limit := f.Limit
+	if limit <= 0 {
+		limit = defaultListLimit
+	}
+	limit = min(limit, maxListLimit)
+
+	var (
+		where []string
+		args  []any
+	)
+	arg := func(v any) string {
+		args = append(args, v)
+		return fmt.Sprintf("$%d", len(args))
+	}
+	if f.OwnerID != "" {
+		where = append(where, "owner_id = "+arg(f.OwnerID))
+	}
+	if len(f.Status) > 0 {
+		var statuses []string
+		for _, st := range f.Status {
+			if !st.Valid() {
+				return nil, "", drydock.Errorf(drydock.EINVALID, "unknown job status %q", st)
+			}
+			if !slices.Contains(statuses, string(st)) {
+				statuses = append(statuses, string(st))
+			}
+		}
+		where = append(where, "status = ANY("+arg(statuses)+")")
+	}
+	if f.Cursor != "" {
+		after, err := decodeCursor(f.Cursor)
+		if err != nil {
+			return nil, "", err
+		}
+		where = append(where, "id < "+arg(after))
+	}
+	q := `SELECT ` + jobColumns + ` FROM jobs`
+	if len(where) > 0 {
+		q += " WHERE " + strings.Join(where, " AND ")
+	}
+	q += " ORDER BY id DESC LIMIT " + arg(limit+1) // one more tells whether a next page exists
+
+	rows, err := s.pool.Query(ctx, q, args...)
+	if err != nil {
+		return nil, "", wrapErr("list jobs", err)
+	}
+	defer rows.Close()
+	jobs := make([]*drydock.Job, 0, limit)
+	more := false
+	for rows.Next() {
+		if len(jobs) == limit {
+			more = true
+			break
+		}
+		j, err := scanJob(rows)
+		if err != nil {
+			return nil, "", wrapErr("list jobs", err)
+		}
+		jobs = append(jobs, j)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, "", wrapErr("list jobs", err)
+	}
+	next := ""
+	if more {
+		next = encodeCursor(jobs[len(jobs)-1].ID)
+	}
+	return jobs, next, nil
+}
+
+// The cursor is versioned so its form can change without old cursors being
+// misread.
+const cursorPrefix = "j1:"
+
+func encodeCursor(id string) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(cursorPrefix + id))
+}
+
+func decodeCursor(c string) (string, error) {
+	b, err := base64.RawURLEncoding.DecodeString(c)
+	if err != nil || !strings.HasPrefix(string(b), cursorPrefix) || len(b) == len(cursorPrefix) || badKey(string(b)) {
+		return "", drydock.Errorf(drydock.EINVALID, "invalid cursor")
+	}
+	return string(b[len(cursorPrefix):]), nil
+}
+
+// statusData is the data of a status event.
+type statusData struct {
+	Status drydock.JobStatus `json:"status"`
+	Error  string            `json:"error,omitempty"`
+}
+
+// badKey reports whether id cannot be a stored key: Postgres text holds
+// neither NUL nor invalid UTF-8, and would answer such a parameter with an
+// error rather than with no row.
+func badKey(id string) bool {
+	return !utf8.ValidString(id) || strings.IndexByte(id, 0) >= 0
+}
+
+func notFound(id string) error {
+	return drydock.Errorf(drydock.ENOTFOUND, "job %s not found", id)
+}
+
+// wrapErr adds context to internal errors and returns *drydock.Error values
+// as they are, so their user-facing message stays the one the caller sees.
+func wrapErr(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var de *drydock.Error
+	if errors.As(err, &de) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return fmt.Errorf("%s: %w", op, err)
+}
