@@ -385,3 +385,26 @@ func BenchmarkMouseMove(b *testing.B) {
 		}
 	}
 }
+
+// Without the framebuffer file (a display this package did not start),
+// screenshots come from xwd and look the same.
+func TestScreenshotFallsBackToXWD(t *testing.T) {
+	t.Parallel()
+	RequireDesktop(t, "xwd")
+	d := setup(t, nil)
+	startClient(t, d, "xmessage", "-geometry", "400x200+100+100", "-bg", "white", "fallback")
+	window := image.Rect(150, 150, 450, 250)
+	waitFor(t, "the window", func() bool {
+		img, _ := screenshot(t, d)
+		mean, _ := brightness(img, window)
+		return mean > 150
+	})
+	// Xvfb keeps its mapping of the unlinked file; only we lose the path.
+	if err := os.Remove(d.fbFile()); err != nil {
+		t.Fatal(err)
+	}
+	img, scale := screenshot(t, d)
+	if mean, _ := brightness(img, window); mean < 150 || scale != 1 {
+		t.Errorf("xwd screenshot misses the window: brightness %.0f, scale %v", mean, scale)
+	}
+}

@@ -5,8 +5,8 @@
 //
 // toolboxd is a static Go binary without ZMQ, so the package starts the
 // ipykernel process itself and talks to it through a small embedded Python
-// helper (helper.py) that relays Jupyter messages as JSON lines on its
-// stdin and stdout. Starting the kernel directly, rather than through
+// helper (helper.py, needing only pyzmq) that relays Jupyter messages as
+// JSON lines on its stdin and stdout. Starting the kernel directly, rather than through
 // `jupyter server`, gives a first result in about a second instead of tens.
 //
 //	k := kernel.New(kernel.Config{Dir: "/workspace"}, logger)

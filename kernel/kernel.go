@@ -34,7 +34,8 @@ const (
 // packages of the sandbox image.
 type Config struct {
 	// Python is the interpreter for the kernel, the helper and the Jupyter
-	// server; it must import ipykernel and jupyter_client. Default:
+	// server; it must import ipykernel (and jupyter_server for the server).
+	// Default:
 	// /usr/bin/python3 when it exists (a python3 earlier on PATH may lack
 	// Debian's modules), else python3 from PATH.
 	Python string
@@ -106,8 +107,9 @@ type Kernel struct {
 	ownDir   bool
 	connFile string
 
-	// execMu serializes executions: a kernel runs one cell at a time.
-	execMu sync.Mutex
+	// execSem serializes executions (a kernel runs one cell at a time)
+	// while letting a waiting caller give up.
+	execSem chan struct{}
 
 	mu        sync.Mutex
 	started   bool
@@ -126,6 +128,7 @@ type Kernel struct {
 	restarts atomic.Int64
 
 	server server
+	ts     transpiler
 }
 
 // New returns a kernel for cfg; nothing runs until Start.
@@ -140,6 +143,7 @@ func New(cfg Config, logger *slog.Logger) *Kernel {
 		calls:     make(map[int64]*call),
 		readyCh:   make(chan struct{}),
 		restartCh: make(chan chan error),
+		execSem:   make(chan struct{}, 1),
 	}
 }
 
@@ -240,6 +244,9 @@ func (k *Kernel) Close() error {
 	cancel, done := k.cancel, k.done
 	k.mu.Unlock()
 	k.server.stop()
+	k.ts.mu.Lock()
+	k.ts.stop()
+	k.ts.mu.Unlock()
 	if cancel != nil {
 		cancel()
 		<-done

@@ -21,8 +21,8 @@ func RequirePython(t testing.TB) string {
 	t.Helper()
 	var cfg Config
 	cfg.setDefaults()
-	if err := exec.Command(cfg.Python, "-c", "import ipykernel, jupyter_client, zmq").Run(); err != nil {
-		t.Skipf("%s cannot import ipykernel and jupyter_client (%v); run scripts/testenv/sandbox-tools.sh", cfg.Python, err)
+	if err := exec.Command(cfg.Python, "-c", "import ipykernel, zmq").Run(); err != nil {
+		t.Skipf("%s cannot import ipykernel (%v); run scripts/testenv/sandbox-tools.sh", cfg.Python, err)
 	}
 	return cfg.Python
 }
@@ -172,6 +172,14 @@ func TestPythonTimeoutInterrupts(t *testing.T) {
 	if r := run(t, k, Python, "kept"); resultText(t, r) != "'state'" {
 		t.Errorf("state lost after an interrupt: %+v", r)
 	}
+	// An interrupt while idle is harmless.
+	if err := k.Interrupt(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	if r := run(t, k, Python, "kept"); resultText(t, r) != "'state'" || r.Restarted {
+		t.Errorf("idle interrupt hurt the kernel: %+v", r)
+	}
 }
 
 func TestPythonTimeoutRestartsAKernelThatIgnoresInterrupts(t *testing.T) {
@@ -307,5 +315,25 @@ func BenchmarkPythonRoundTrip(b *testing.B) {
 		if _, err := k.Execute(ctx, Python, "1", 10*time.Second); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+func TestOutputIsCapped(t *testing.T) {
+	t.Parallel()
+	c := collector{res: &Result{}, limit: 10, maxImages: 1}
+	c.stream("stdout", "0123456")
+	c.stream("stdout", "789abcdef")
+	c.stream("stderr", "err")
+	png1x1 := "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
+	c.output("display", map[string]any{"image/png": png1x1})
+	c.output("display", map[string]any{"image/png": png1x1, "text/plain": "\x1b[31m<Figure>\x1b[0m"})
+	if c.res.Stdout != "0123456789" || c.res.Stderr != "err" || !c.res.Truncated {
+		t.Errorf("streams %q %q truncated=%v", c.res.Stdout, c.res.Stderr, c.res.Truncated)
+	}
+	if len(c.res.Outputs) != 2 || len(c.res.Outputs[0].Images) != 1 || len(c.res.Outputs[1].Images) != 0 {
+		t.Errorf("images not capped at one: %+v", c.res.Outputs)
+	}
+	if c.res.Outputs[1].Text != "<Figure>" {
+		t.Errorf("text %q", c.res.Outputs[1].Text)
 	}
 }

@@ -3,7 +3,6 @@ package kernel
 import (
 	"bytes"
 	"context"
-	_ "embed"
 	"errors"
 	"fmt"
 	"os"
@@ -17,9 +16,6 @@ import (
 
 	"github.com/drydockhq/drydock"
 )
-
-//go:embed transpile.js
-var transpileScript string
 
 // Execute runs code in language ("python", "javascript" or "typescript")
 // with a timeout (0 means the configured default). Python runs in the
@@ -67,24 +63,20 @@ func (k *Kernel) executeNode(ctx context.Context, lang, code string, timeout tim
 	res := &Result{Language: lang}
 	esm := esmSyntax.MatchString(code)
 	if lang == TypeScript {
-		mod, err := k.typeScriptModule()
-		if err != nil {
-			return nil, err
-		}
 		// TypeScript's imports compile to require calls, so only code with
 		// top-level await needs module output.
-		format := "cjs"
-		if esm = hasTopLevelAwait(code); esm {
-			format = "esm"
-		}
-		js, diag, err := k.runNode(ctx, code, "-e", transpileScript, "--", mod, format)
+		esm = hasTopLevelAwait(code)
+		js, errs, err := k.transpile(ctx, code, esm)
 		if err != nil {
-			return k.nodeFailure(ctx, res, start, timeout, err)
+			if ctx.Err() == context.DeadlineExceeded {
+				return k.nodeFailure(ctx, res, start, timeout, timeoutError{})
+			}
+			return nil, err
 		}
-		if diag.code != 0 {
-			res.Stderr = diag.stderr
-			res.ExitCode = diag.code
-			res.Error = &ExecError{Name: "TypeScriptError", Value: firstLine(diag.stderr)}
+		if len(errs) > 0 {
+			res.Stderr = strings.Join(errs, "\n") + "\n"
+			res.ExitCode = 2
+			res.Error = &ExecError{Name: "TypeScriptError", Value: errs[0]}
 			res.Duration = time.Since(start)
 			return res, nil
 		}
@@ -184,11 +176,6 @@ func nodeError(stderr string, code int) *ExecError {
 var topLevelAwait = regexp.MustCompile(`(?m)^(await\s|for\s+await\b|(const|let|var)\s[^=\n]*=\s*await\s)`)
 
 func hasTopLevelAwait(code string) bool { return topLevelAwait.MatchString(code) }
-
-func firstLine(s string) string {
-	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
-	return s
-}
 
 var tsOnce struct {
 	sync.Once

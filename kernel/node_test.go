@@ -26,7 +26,9 @@ func RequireNode(t testing.TB, typescript bool) {
 // nodeKernel is a Kernel for JavaScript and TypeScript only: they need no
 // Start, as each run is its own node process.
 func nodeKernel(t *testing.T) *Kernel {
-	return New(Config{Dir: t.TempDir()}, testLogger(t))
+	k := New(Config{Dir: t.TempDir()}, testLogger(t))
+	t.Cleanup(func() { k.Close() })
+	return k
 }
 
 func TestJavaScript(t *testing.T) {
@@ -117,6 +119,20 @@ console.log(path.basename("/a/b.ts"), norm(p).toFixed(3));`, 30*time.Second)
 		t.Errorf("top-level await: %+v", r)
 	}
 
+	// The long-lived transpiler dies: the next call starts another.
+	k.ts.mu.Lock()
+	k.ts.p.cmd.Process.Kill()
+	k.ts.mu.Unlock()
+	var lastErr error
+	for range 2 {
+		if r, lastErr = k.Execute(t.Context(), TypeScript, `console.log("again" as string)`, 30*time.Second); lastErr == nil {
+			break
+		}
+	}
+	if lastErr != nil || r.Stdout != "again\n" {
+		t.Fatalf("after the transpiler died: %v %+v", lastErr, r)
+	}
+
 	r, err = k.Execute(t.Context(), TypeScript, "const x: number = ;", 30*time.Second)
 	if err != nil {
 		t.Fatal(err)
@@ -190,6 +206,7 @@ func BenchmarkJavaScript(b *testing.B) {
 func BenchmarkTypeScript(b *testing.B) {
 	RequireNode(b, true)
 	k := New(Config{Dir: b.TempDir()}, nil)
+	b.Cleanup(func() { k.Close() })
 	for b.Loop() {
 		if _, err := k.Execute(b.Context(), TypeScript, `const n: number = 1; console.log(n)`, 30*time.Second); err != nil {
 			b.Fatal(err)

@@ -199,8 +199,12 @@ func (c *call) handle(ev event) {
 }
 
 func (k *Kernel) executePython(ctx context.Context, code string, timeout time.Duration) (*Result, error) {
-	k.execMu.Lock()
-	defer k.execMu.Unlock()
+	select {
+	case k.execSem <- struct{}{}:
+		defer func() { <-k.execSem }()
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 	wctx, cancel := context.WithTimeout(ctx, k.cfg.ReadyTimeout)
 	err := k.WaitReady(wctx)
 	cancel()

@@ -1,18 +1,16 @@
-// Transpiles TypeScript read from stdin to JavaScript on stdout, without
-// type checking (like ts-node --transpile-only or tsx): one node process and
-// no tsconfig, so it answers in a fraction of tsc's time. Syntax errors are
-// reported on stderr with exit status 2.
+// Transpiles TypeScript to JavaScript without type checking (like
+// ts-node --transpile-only or tsx), for one long-lived node process: loading
+// the compiler takes most of a second, transpiling a snippet milliseconds.
 //
-// argv: <typescript module dir> <"esm"|"cjs">
+// argv: <typescript module dir>
+// stdin, one JSON object a line: {"code": "...", "esm": true|false}
+// stdout, one JSON object a line: {"js": "..."} or {"errors": ["main.ts(1,5): error TS1005: ..."]}
 "use strict";
+const readline = require("readline");
 const ts = require(process.argv[1]);
-const esm = process.argv[2] === "esm";
 
-let src = "";
-process.stdin.setEncoding("utf8");
-process.stdin.on("data", (chunk) => (src += chunk));
-process.stdin.on("end", () => {
-  const out = ts.transpileModule(src, {
+function transpile(code, esm) {
+  const out = ts.transpileModule(code, {
     fileName: "main.ts",
     reportDiagnostics: true,
     compilerOptions: {
@@ -22,17 +20,29 @@ process.stdin.on("end", () => {
       sourceMap: false,
     },
   });
-  const errors = (out.diagnostics || []).filter((d) => d.category === ts.DiagnosticCategory.Error);
-  if (errors.length > 0) {
-    for (const d of errors) {
+  const errors = (out.diagnostics || [])
+    .filter((d) => d.category === ts.DiagnosticCategory.Error)
+    .map((d) => {
       let where = "main.ts";
       if (d.file && d.start !== undefined) {
         const { line, character } = d.file.getLineAndCharacterOfPosition(d.start);
         where += `(${line + 1},${character + 1})`;
       }
-      process.stderr.write(`${where}: error TS${d.code}: ${ts.flattenDiagnosticMessageText(d.messageText, "\n")}\n`);
-    }
-    process.exit(2);
+      return `${where}: error TS${d.code}: ${ts.flattenDiagnosticMessageText(d.messageText, "\n")}`;
+    });
+  return errors.length > 0 ? { errors } : { js: out.outputText };
+}
+
+const rl = readline.createInterface({ input: process.stdin, crlfDelay: Infinity });
+rl.on("line", (line) => {
+  let reply;
+  try {
+    const req = JSON.parse(line);
+    reply = transpile(req.code, req.esm);
+  } catch (e) {
+    reply = { errors: [`transpiler: ${e && e.message}`] };
   }
-  process.stdout.write(out.outputText);
+  process.stdout.write(JSON.stringify(reply) + "\n");
 });
+rl.on("close", () => process.exit(0));
+process.stdout.write(JSON.stringify({ ready: true }) + "\n");
