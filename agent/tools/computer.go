@@ -1,0 +1,156 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/drydockhq/drydock"
+	"github.com/drydockhq/drydock/llm"
+	"github.com/drydockhq/drydock/toolbox"
+)
+
+var computerDef = llm.Tool{
+	Name: NameComputer,
+	Description: `Use the sandbox's graphical desktop with the mouse and keyboard, and see it.
+* screenshot shows the screen. Coordinates are pixels of the screenshot ([x, y] from the top left); the screen is scaled to fit 1280x800.
+* After every action except cursor_position a new screenshot shows its effect.
+* Click the centre of what you aim at; if a click misses, take a screenshot and adjust.
+* type enters text; key presses a key or combination in xdotool syntax (Return, ctrl+s, alt+Tab, ctrl+shift+t).
+* scroll needs scroll_direction (up, down, left, right) and scroll_amount (clicks), at coordinate if given.
+* left_click_drag drags from start_coordinate (or the cursor) to coordinate; wait pauses for duration seconds.
+Prefer bash and the editor for work that needs no graphical interface.`,
+	InputSchema: schema(`{"type":"object","properties":{
+"action":{"type":"string","enum":["screenshot","left_click","right_click","middle_click","double_click","triple_click","mouse_move","left_click_drag","type","key","scroll","wait","cursor_position"],"description":"The action to perform."},
+"coordinate":{"type":"array","items":{"type":"integer"},"minItems":2,"maxItems":2,"description":"[x, y] in screenshot pixels: where to click, move, scroll, or end a drag."},
+"start_coordinate":{"type":"array","items":{"type":"integer"},"minItems":2,"maxItems":2,"description":"left_click_drag: [x, y] where the drag starts."},
+"text":{"type":"string","description":"type: the text; key: the key or combination; clicks: modifier keys to hold (e.g. shift)."},
+"scroll_direction":{"type":"string","enum":["up","down","left","right"]},
+"scroll_amount":{"type":"integer","description":"scroll: how many wheel clicks."},
+"duration":{"type":"number","description":"wait: seconds to pause (at most 60)."}},
+"required":["action"]}`),
+}
+
+var computerActions = map[string]bool{
+	"screenshot": true, "left_click": true, "right_click": true, "middle_click": true, "double_click": true,
+	"triple_click": true, "mouse_move": true, "left_click_drag": true, "type": true, "key": true,
+	"scroll": true, "wait": true, "cursor_position": true,
+}
+
+type computer struct{ env *Env }
+
+type computerInput struct {
+	Action          string  `json:"action"`
+	Coordinate      []int   `json:"coordinate"`
+	StartCoordinate []int   `json:"start_coordinate"`
+	Text            string  `json:"text"`
+	ScrollDirection string  `json:"scroll_direction"`
+	ScrollAmount    int     `json:"scroll_amount"`
+	Duration        float64 `json:"duration"`
+}
+
+func (c *computer) run(ctx context.Context, input json.RawMessage) Result {
+	var in computerInput
+	if err := decode(input, &in); err != nil {
+		return errorf("computer: %v", err)
+	}
+	if !computerActions[in.Action] {
+		return errorf("computer: unknown action %q", in.Action)
+	}
+	if msg := validateAction(in); msg != "" {
+		return errorf("computer: %s", msg)
+	}
+	if in.Action == "screenshot" {
+		return c.screenshot(ctx, "")
+	}
+	res, err := c.env.Box.DesktopAction(ctx, toolbox.DesktopAction{
+		Action:          in.Action,
+		Coordinate:      in.Coordinate,
+		StartCoordinate: in.StartCoordinate,
+		Text:            in.Text,
+		ScrollDirection: in.ScrollDirection,
+		ScrollAmount:    in.ScrollAmount,
+		Duration:        drydock.Duration(in.Duration * float64(time.Second)),
+	})
+	if err != nil {
+		return desktopFailure(in.Action, err)
+	}
+	if in.Action == "cursor_position" {
+		if len(res.Cursor) != 2 {
+			return errorf("computer: the desktop did not report the cursor")
+		}
+		return Result{Output: fmt.Sprintf("X=%d,Y=%d", res.Cursor[0], res.Cursor[1])}
+	}
+	if in.Action != "wait" {
+		// Give the screen a moment to show the action's effect.
+		select {
+		case <-time.After(c.env.SettleDelay):
+		case <-ctx.Done():
+			return errorf("cancelled")
+		}
+	}
+	return c.screenshot(ctx, fmt.Sprintf("Performed %s.", in.Action))
+}
+
+func (c *computer) screenshot(ctx context.Context, prefix string) Result {
+	shot, err := c.env.Box.Screenshot(ctx)
+	if err != nil {
+		r := desktopFailure("screenshot", err)
+		if prefix != "" {
+			r.Output = prefix + " " + r.Output
+		}
+		return r
+	}
+	text := fmt.Sprintf("Screenshot of the screen (%dx%d).", shot.Width, shot.Height)
+	if prefix != "" {
+		text = prefix + " " + text
+	}
+	return Result{Output: text, Images: []Image{{Image: llm.Image{MediaType: "image/png", Data: shot.PNG}, Width: shot.Width, Height: shot.Height}}}
+}
+
+func desktopFailure(action string, err error) Result {
+	if drydock.ErrorCode(err) == drydock.ENOTIMPLEMENTED {
+		return errorf("computer: this sandbox has no desktop (%s).", drydock.ErrorMessage(err))
+	}
+	return failure("computer: "+action, err)
+}
+
+func validateAction(in computerInput) string {
+	needsCoord := map[string]bool{"mouse_move": true, "left_click_drag": true}
+	if needsCoord[in.Action] && len(in.Coordinate) != 2 {
+		return in.Action + " needs coordinate [x, y]"
+	}
+	if len(in.Coordinate) != 0 && len(in.Coordinate) != 2 {
+		return "coordinate must be [x, y]"
+	}
+	if len(in.StartCoordinate) != 0 && len(in.StartCoordinate) != 2 {
+		return "start_coordinate must be [x, y]"
+	}
+	for _, v := range append(append([]int{}, in.Coordinate...), in.StartCoordinate...) {
+		if v < 0 {
+			return "coordinates must not be negative"
+		}
+	}
+	switch in.Action {
+	case "type", "key":
+		if in.Text == "" {
+			return in.Action + " needs text"
+		}
+	case "scroll":
+		switch strings.ToLower(in.ScrollDirection) {
+		case "up", "down", "left", "right":
+		default:
+			return "scroll needs scroll_direction: up, down, left or right"
+		}
+		if in.ScrollAmount < 0 {
+			return "scroll_amount must not be negative"
+		}
+	case "wait":
+		if in.Duration < 0 || in.Duration > 60 {
+			return "wait duration must be between 0 and 60 seconds"
+		}
+	}
+	return ""
+}
