@@ -13,7 +13,7 @@ import (
 )
 
 var recallDef = llm.Tool{
-	Name: NameRecall,
+	Name:        NameRecall,
 	Description: `Search everything that happened in this job so far: your earlier messages, tool calls and their full outputs, errors and notes, including parts no longer shown in the conversation. Returns the best-matching entries with excerpts. Use distinctive words (file names, error messages, function names).`,
 	InputSchema: schema(`{"type":"object","properties":{
 "query":{"type":"string","description":"Words to look for."}},
