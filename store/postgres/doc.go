@@ -8,8 +8,11 @@
 // Every method is one statement (its own transaction) except CancelJob, which
 // reads and updates the job under a row lock. A job and its first event are
 // inserted by one statement, so CreateJob costs one round trip and one commit;
-// concurrent commits share WAL flushes, and the pool (16 connections unless
-// the DSN sets pool_max_conns) lets that many wait on a flush at once.
+// concurrent commits share WAL flushes, and the pool (at least 16 connections
+// unless the DSN sets pool_max_conns) lets that many wait on a flush at once.
+// Statements are prepared once per connection (pgx's statement cache); behind
+// a transaction-pooling proxy such as PgBouncer, add
+// default_query_exec_mode=exec to the DSN.
 //
 // The job queue lives in the jobs table (lease owner and expiry). A claim
 // locks the oldest runnable row with FOR UPDATE SKIP LOCKED, so replicas

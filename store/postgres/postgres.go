@@ -26,6 +26,13 @@ var _ drydock.Store = (*Store)(nil)
 //go:embed migrations/*.sql
 var migrationFS embed.FS
 
+// defaultMaxConns is the pool size when the dsn sets none. pgx's default,
+// max(4, CPUs), is sized for CPU-bound work; here every write waits for a
+// WAL flush, and concurrent commits share flushes only if that many
+// connections can wait at once. 16 doubled CreateJob throughput over 4 on two
+// cores with 256 concurrent callers, and 64 gave no more (BENCHMARKS.md).
+func defaultMaxConns() int32 { return int32(max(16, 2*runtime.GOMAXPROCS(0))) }
+
 // migrationLockID is the advisory lock replicas take around migrations, so
 // that several starting at once apply each migration once. It is goose's
 // own default id (crc32 of "goose").
@@ -52,23 +59,19 @@ type Store struct {
 // embedded migrations, and returns the store. logger may be nil.
 //
 // Without pool_max_conns in the dsn the pool holds up to max(16,
-// 4×GOMAXPROCS) connections: every write waits for a commit (a WAL flush),
-// so concurrent API requests need connections to wait on rather than CPUs.
+// 2×GOMAXPROCS) connections (see defaultMaxConns). Several replicas share
+// the server's max_connections (100 by default): set pool_max_conns when
+// they would exceed it.
 func Open(ctx context.Context, dsn string, logger *slog.Logger) (*Store, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
-		// The parse error quotes the dsn, password and all.
-		var pe *pgconn.ParseConfigError
-		if errors.As(err, &pe) {
-			err = errors.Unwrap(pe)
-		}
-		return nil, fmt.Errorf("open postgres store: invalid dsn: %w", err)
+		return nil, fmt.Errorf("open postgres store: invalid dsn: %s", parseError(err))
 	}
 	if !strings.Contains(dsn, "pool_max_conns") {
-		cfg.MaxConns = int32(max(16, 4*runtime.GOMAXPROCS(0)))
+		cfg.MaxConns = defaultMaxConns()
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
@@ -85,6 +88,24 @@ func Open(ctx context.Context, dsn string, logger *slog.Logger) (*Store, error) 
 	}
 	logger.Info("postgres store open", "database", where, "max_conns", cfg.MaxConns)
 	return &Store{pool: pool, logger: logger, bgSem: make(chan struct{}, 4)}, nil
+}
+
+// parseError is what went wrong parsing a dsn without the dsn: pgx quotes
+// it in the message and masks the password only on a best-effort basis.
+func parseError(err error) string {
+	var pe *pgconn.ParseConfigError
+	if !errors.As(err, &pe) {
+		return err.Error()
+	}
+	// "cannot parse `<dsn>`: <what> (<cause>)"
+	msg := pe.Error()
+	if i := strings.LastIndex(msg, "`: "); i >= 0 {
+		return msg[i+3:]
+	}
+	if cause := errors.Unwrap(pe); cause != nil {
+		return cause.Error()
+	}
+	return "cannot parse it"
 }
 
 // migrate applies the embedded migrations under an advisory lock held on a

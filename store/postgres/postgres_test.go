@@ -277,6 +277,32 @@ func BenchmarkCreateJobParallel(b *testing.B) {
 	}
 }
 
+// BenchmarkCreateJobPoolSize measures 256 concurrent creators against pools
+// of several sizes: what the default pool size is chosen from.
+func BenchmarkCreateJobPoolSize(b *testing.B) {
+	for _, conns := range []int{4, 16, 64} {
+		dsn := newDatabase(b)
+		if !strings.Contains(dsn, "://") {
+			b.Skip("needs a URL DSN")
+		}
+		s := open(b, dsn+"&pool_max_conns="+fmt.Sprint(conns))
+		b.Run(fmt.Sprintf("conns=%d", conns), func(b *testing.B) {
+			b.SetParallelism(256 / runtime.GOMAXPROCS(0))
+			start := time.Now()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					j := &drydock.Job{ID: uuid.Must(uuid.NewV7()).String(), OwnerID: "u", JobSpec: drydock.JobSpec{Task: "bench"}}
+					if err := s.CreateJob(context.Background(), j); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+			b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "jobs/s")
+		})
+	}
+}
+
 func BenchmarkCreateJobSerial(b *testing.B) {
 	s := open(b, newDatabase(b))
 	for b.Loop() {
