@@ -141,8 +141,9 @@ func (d *Desktop) Display() string { return ":" + strconv.Itoa(d.cfg.Display) }
 // Size returns the screen size in pixels.
 func (d *Desktop) Size() (width, height int) { return d.cfg.Width, d.cfg.Height }
 
-// Scale is the factor from screen to screenshot coordinates (at most 1). The
-// screen geometry is fixed, so every screenshot has this scale and action
+// Scale is the factor from screen to screenshot coordinates (at most 1): a
+// screenshot pixel (u, v) is screen pixel (u/Scale, v/Scale). The screen
+// geometry is fixed, so every screenshot has this scale and action
 // coordinates are mapped back with it.
 func (d *Desktop) Scale() float64 {
 	return fitScale(d.cfg.Width, d.cfg.Height, d.cfg.MaxWidth, d.cfg.MaxHeight)

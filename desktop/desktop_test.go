@@ -263,6 +263,13 @@ func TestScaledScreenshotsMapCoordinates(t *testing.T) {
 	if img.Rect.Dx() != 1280 || img.Rect.Dy() != 720 {
 		t.Fatalf("screenshot is %v, want 1280x720", img.Rect)
 	}
+	shot, err := d.Capture(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if shot.Width != 1280 || shot.Height != 720 || shot.ScreenWidth != 1920 || shot.ScreenHeight != 1080 {
+		t.Errorf("capture geometry %dx%d of %dx%d", shot.Width, shot.Height, shot.ScreenWidth, shot.ScreenHeight)
+	}
 	if want := 2.0 / 3; scale < want-1e-9 || scale > want+1e-9 {
 		t.Fatalf("scale %v, want %v", scale, want)
 	}

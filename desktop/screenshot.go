@@ -16,39 +16,64 @@ import (
 	"github.com/drydockhq/drydock"
 )
 
+// Shot is one screenshot.
+type Shot struct {
+	PNG []byte
+	// Width and Height are the image's size; ScreenWidth and ScreenHeight
+	// the screen's.
+	Width, Height             int
+	ScreenWidth, ScreenHeight int
+	// Scale is image pixels per screen pixel (at most 1): screen point
+	// (x, y) is (x*Scale, y*Scale) in the image, and image point (u, v) is
+	// (u/Scale, v/Scale) on the screen.
+	Scale float64
+}
+
 // Screenshot captures the screen as a PNG no larger than MaxWidth x
-// MaxHeight and returns the factor by which it was scaled (1 when it fits).
+// MaxHeight and returns the factor by which it was scaled (see Shot.Scale).
+func (d *Desktop) Screenshot(ctx context.Context) (pngData []byte, scale float64, err error) {
+	s, err := d.Capture(ctx)
+	if err != nil {
+		return nil, 0, err
+	}
+	return s.PNG, s.Scale, nil
+}
+
+// Capture takes a screenshot (see Screenshot) and reports its geometry.
 //
 // It reads the framebuffer that Xvfb keeps in a memory-mapped XWD file
 // (-fbdir) and encodes it in process: no process is spawned, which makes it
 // several times faster than `import` or `xwd`. If that file is missing (the
 // display is not one this package started), it falls back to `xwd -root`.
-func (d *Desktop) Screenshot(ctx context.Context) (pngData []byte, scale float64, err error) {
+func (d *Desktop) Capture(ctx context.Context) (*Shot, error) {
 	if !d.disp.ready.Load() {
-		return nil, 0, drydock.Errorf(drydock.EUNAVAILABLE, "display is not ready")
+		return nil, drydock.Errorf(drydock.EUNAVAILABLE, "display is not ready")
 	}
 	raw, err := os.ReadFile(d.fbFile())
 	if errors.Is(err, os.ErrNotExist) {
 		raw, err = d.xwdCapture(ctx)
 	}
 	if err != nil {
-		return nil, 0, fmt.Errorf("capture screen: %w", err)
+		return nil, fmt.Errorf("capture screen: %w", err)
 	}
 	img, err := decodeXWD(raw)
 	if err != nil {
-		return nil, 0, fmt.Errorf("decode screen: %w", err)
+		return nil, fmt.Errorf("decode screen: %w", err)
 	}
-	scale = fitScale(img.Rect.Dx(), img.Rect.Dy(), d.cfg.MaxWidth, d.cfg.MaxHeight)
-	if scale < 1 {
-		img = downscale(img, scale)
+	shot := &Shot{ScreenWidth: img.Rect.Dx(), ScreenHeight: img.Rect.Dy()}
+	shot.Scale = fitScale(shot.ScreenWidth, shot.ScreenHeight, d.cfg.MaxWidth, d.cfg.MaxHeight)
+	if shot.Scale < 1 {
+		img = downscale(img, shot.Scale)
 	}
+	shot.Width, shot.Height = img.Rect.Dx(), img.Rect.Dy()
 	buf := bufPool.Get().(*bytes.Buffer)
 	buf.Reset()
 	defer bufPool.Put(buf)
 	if err := pngEncoder.Encode(buf, img); err != nil {
-		return nil, 0, fmt.Errorf("encode screenshot: %w", err)
+		return nil, fmt.Errorf("encode screenshot: %w", err)
 	}
-	return bytes.Clone(buf.Bytes()), scale, nil
+	shot.PNG = bytes.Clone(buf.Bytes())
+	return shot, nil
 }
 
 var (

@@ -27,6 +27,7 @@ var helperScript []byte
 // Component names, as Ready reports them.
 const (
 	ComponentKernel = "kernel"
+	ComponentNode   = "node"
 	ComponentServer = "jupyter_server"
 )
 
@@ -209,9 +210,10 @@ func (k *Kernel) prepareRuntimeDir() error {
 }
 
 // Ready reports per component whether it is usable: the Python kernel,
-// and the Jupyter server once StartServer has been called.
+// node (installed), and the Jupyter server once StartServer has been called.
 func (k *Kernel) Ready() map[string]bool {
-	r := map[string]bool{ComponentKernel: k.ready.Load()}
+	_, err := exec.LookPath(k.cfg.Node)
+	r := map[string]bool{ComponentKernel: k.ready.Load(), ComponentNode: err == nil}
 	if ok, asked := k.server.status(); asked {
 		r[ComponentServer] = ok
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/drydockhq/drydock"
+	"github.com/google/go-cmp/cmp"
 )
 
 // RequirePython skips the test unless Debian's Jupyter packages are
@@ -80,10 +81,17 @@ func TestPythonKeepsStateAndReturnsOutput(t *testing.T) {
 	k := setup(t, nil)
 
 	r := run(t, k, Python, "x = 1\nprint('hello')\nimport sys; print('warning', file=sys.stderr)\nx")
-	if r.Stdout != "hello\n" || r.Stderr != "warning\n" || resultText(t, r) != "1" || r.Error != nil {
+	if r.Stdout() != "hello\n" || r.Stderr() != "warning\n" || resultText(t, r) != "1" || r.Error != nil {
 		t.Fatalf("first call: %+v", r)
 	}
-	r = run(t, k, Python, "x + 1")
+	r = run(t, k, Python, "print('a', flush=True)\ndisplay('shown')\nprint('b')\nx + 1")
+	var kinds []string
+	for _, o := range r.Outputs {
+		kinds = append(kinds, o.Kind+":"+strings.TrimSpace(o.Text))
+	}
+	if want := []string{"stream:a", "display:'shown'", "stream:b", "result:2"}; !cmp.Equal(kinds, want) {
+		t.Errorf("outputs out of order: %v, want %v", kinds, want)
+	}
 	if got := resultText(t, r); got != "2" {
 		t.Errorf("x + 1 = %q in the next call, want 2", got)
 	}
@@ -138,8 +146,8 @@ func TestPythonErrorHasPlainTraceback(t *testing.T) {
 	if r.Error == nil || r.Error.Name != "ZeroDivisionError" || r.ExitCode != 1 {
 		t.Fatalf("want a ZeroDivisionError, got %+v", r)
 	}
-	if r.Stdout != "before\n" {
-		t.Errorf("stdout %q", r.Stdout)
+	if r.Stdout() != "before\n" {
+		t.Errorf("stdout %q", r.Stdout())
 	}
 	if !strings.Contains(r.Error.Traceback, "return 1 / 0") || strings.Contains(r.Error.Traceback, "\x1b") {
 		t.Errorf("traceback should show the line and no escape codes:\n%q", r.Error.Traceback)
@@ -163,8 +171,8 @@ func TestPythonTimeoutInterrupts(t *testing.T) {
 	if !r.TimedOut || r.Restarted || r.Error == nil || r.Error.Name != "KeyboardInterrupt" {
 		t.Fatalf("want an interrupted timeout without restart, got %+v (error %+v)", r, r.Error)
 	}
-	if r.Stdout != "spinning\n" {
-		t.Errorf("output before the timeout lost: %q", r.Stdout)
+	if r.Stdout() != "spinning\n" {
+		t.Errorf("output before the timeout lost: %q", r.Stdout())
 	}
 	if d := time.Since(start); d > 10*time.Second {
 		t.Errorf("interrupt took %v", d)
@@ -327,13 +335,21 @@ func TestOutputIsCapped(t *testing.T) {
 	png1x1 := "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
 	c.output("display", map[string]any{"image/png": png1x1})
 	c.output("display", map[string]any{"image/png": png1x1, "text/plain": "\x1b[31m<Figure>\x1b[0m"})
-	if c.res.Stdout != "0123456789" || c.res.Stderr != "err" || !c.res.Truncated {
-		t.Errorf("streams %q %q truncated=%v", c.res.Stdout, c.res.Stderr, c.res.Truncated)
+	if c.res.Stdout() != "0123456789" || c.res.Stderr() != "err" || !c.res.Truncated {
+		t.Errorf("streams %q %q truncated=%v", c.res.Stdout(), c.res.Stderr(), c.res.Truncated)
 	}
-	if len(c.res.Outputs) != 2 || len(c.res.Outputs[0].Images) != 1 || len(c.res.Outputs[1].Images) != 0 {
-		t.Errorf("images not capped at one: %+v", c.res.Outputs)
+	outs := c.res.Outputs
+	if len(outs) != 4 || len(outs[2].Images) != 1 || len(outs[3].Images) != 0 {
+		t.Fatalf("images not capped at one: %+v", outs)
 	}
-	if c.res.Outputs[1].Text != "<Figure>" {
-		t.Errorf("text %q", c.res.Outputs[1].Text)
+	if outs[3].Text != "<Figure>" {
+		t.Errorf("text %q", outs[3].Text)
+	}
+	c.stream("stderr", "ü") // two bytes where one fits: dropped whole
+	c.limit = 4
+	c.written = nil
+	c.stream("stdout", "abcü")
+	if got := c.res.Outputs[len(c.res.Outputs)-1].Text; got != "abc" {
+		t.Errorf("cut inside a character: %q", got)
 	}
 }

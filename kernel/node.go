@@ -1,9 +1,7 @@
 package kernel
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -61,6 +59,17 @@ func (k *Kernel) executeNode(ctx context.Context, lang, code string, timeout tim
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	res := &Result{Language: lang}
+	col := &collector{res: res, limit: k.cfg.OutputLimit}
+	finish := func() (*Result, error) {
+		res.Duration = time.Since(start)
+		return res, nil
+	}
+	timedOut := func() (*Result, error) {
+		res.TimedOut, res.ExitCode = true, -1
+		res.Error = &ExecError{Name: "TimeoutError", Value: fmt.Sprintf("execution timed out after %v and was killed", timeout)}
+		return finish()
+	}
+
 	esm := esmSyntax.MatchString(code)
 	if lang == TypeScript {
 		// TypeScript's imports compile to require calls, so only code with
@@ -69,16 +78,15 @@ func (k *Kernel) executeNode(ctx context.Context, lang, code string, timeout tim
 		js, errs, err := k.transpile(ctx, code, esm)
 		if err != nil {
 			if ctx.Err() == context.DeadlineExceeded {
-				return k.nodeFailure(ctx, res, start, timeout, timeoutError{})
+				return timedOut()
 			}
 			return nil, err
 		}
 		if len(errs) > 0 {
-			res.Stderr = strings.Join(errs, "\n") + "\n"
+			col.stream("stderr", strings.Join(errs, "\n")+"\n")
 			res.ExitCode = 2
 			res.Error = &ExecError{Name: "TypeScriptError", Value: errs[0]}
-			res.Duration = time.Since(start)
-			return res, nil
+			return finish()
 		}
 		code = js
 	}
@@ -89,77 +97,49 @@ func (k *Kernel) executeNode(ctx context.Context, lang, code string, timeout tim
 			code = requireShim + code
 		}
 	}
-	out, run, err := k.runNode(ctx, code, args...)
-	if err != nil {
-		return k.nodeFailure(ctx, res, start, timeout, err)
-	}
-	res.Stdout, res.Stderr, res.ExitCode = out, run.stderr, run.code
-	res.Truncated = run.truncated
-	if run.code != 0 {
-		res.Error = nodeError(run.stderr, run.code)
-	}
-	res.Duration = time.Since(start)
-	return res, nil
-}
 
-func (k *Kernel) nodeFailure(ctx context.Context, res *Result, start time.Time, timeout time.Duration, err error) (*Result, error) {
-	var te timeoutError
-	if !errors.As(err, &te) {
-		return nil, err
-	}
-	res.Stdout, res.Stderr, res.ExitCode = te.run.stdout, te.run.stderr, -1
-	res.TimedOut, res.Truncated = true, te.run.truncated
-	res.Error = &ExecError{Name: "TimeoutError", Value: fmt.Sprintf("execution timed out after %v and was killed", timeout)}
-	res.Duration = time.Since(start)
-	return res, nil
-}
-
-type nodeRun struct {
-	stdout, stderr string
-	code           int
-	truncated      bool
-}
-
-type timeoutError struct{ run nodeRun }
-
-func (timeoutError) Error() string { return "timed out" }
-
-// runNode runs node with code on stdin and returns its stdout; a non-zero
-// exit is reported in nodeRun, not as an error.
-func (k *Kernel) runNode(ctx context.Context, stdin string, args ...string) (string, nodeRun, error) {
 	cmd := exec.Command(k.cfg.Node, args...)
 	cmd.Dir = k.cfg.Dir
 	cmd.Env = k.env()
-	cmd.Stdin = strings.NewReader(stdin)
-	stdout := &cappedBuffer{limit: k.cfg.OutputLimit}
-	stderr := &cappedBuffer{limit: k.cfg.OutputLimit}
-	cmd.Stdout, cmd.Stderr = stdout, stderr
+	cmd.Stdin = strings.NewReader(code)
+	// One lock for both streams keeps their pieces in arrival order.
+	var mu sync.Mutex
+	cmd.Stdout = &streamWriter{mu: &mu, col: col, name: "stdout"}
+	cmd.Stderr = &streamWriter{mu: &mu, col: col, name: "stderr"}
 	p, err := startProc(cmd)
 	if err != nil {
-		return "", nodeRun{}, fmt.Errorf("start node: %w", err)
+		return nil, fmt.Errorf("start node: %w", err)
 	}
-	var timedOut bool
 	select {
 	case <-p.exited:
 	case <-ctx.Done():
 		// The whole group: code may have spawned children.
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		<-p.exited
-		timedOut = true
-	}
-	run := nodeRun{
-		stdout:    stdout.String(),
-		stderr:    stderr.String(),
-		code:      cmd.ProcessState.ExitCode(),
-		truncated: stdout.truncated || stderr.truncated,
-	}
-	if timedOut {
 		if ctx.Err() == context.DeadlineExceeded {
-			return "", run, timeoutError{run}
+			return timedOut()
 		}
-		return "", run, ctx.Err()
+		return nil, ctx.Err()
 	}
-	return run.stdout, run, nil
+	res.ExitCode = cmd.ProcessState.ExitCode()
+	if res.ExitCode != 0 {
+		res.Error = nodeError(res.Stderr(), res.ExitCode)
+	}
+	return finish()
+}
+
+// streamWriter feeds one output stream of a process into a collector.
+type streamWriter struct {
+	mu   *sync.Mutex
+	col  *collector
+	name string
+}
+
+func (w *streamWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.col.stream(w.name, string(p))
+	return len(p), nil
 }
 
 // nodeError extracts "TypeError: x is not a function" from node's report of
@@ -208,30 +188,4 @@ func (k *Kernel) typeScriptModule() (string, error) {
 		tsOnce.err = drydock.Errorf(drydock.EUNAVAILABLE, "typescript is not installed")
 	})
 	return tsOnce.dir, tsOnce.err
-}
-
-// cappedBuffer keeps the first limit bytes written to it.
-type cappedBuffer struct {
-	mu        sync.Mutex
-	buf       bytes.Buffer
-	limit     int
-	truncated bool
-}
-
-func (b *cappedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	room := b.limit - b.buf.Len()
-	if len(p) > room {
-		b.truncated = true
-		b.buf.Write(p[:max(room, 0)])
-		return len(p), nil
-	}
-	return b.buf.Write(p)
-}
-
-func (b *cappedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

@@ -65,11 +65,11 @@ console.log(v, typeof require("node:path").join)`,
 		if err != nil {
 			t.Fatalf("%s: %v", tt.name, err)
 		}
-		if r.Stdout != tt.stdout || r.ExitCode != tt.exit {
-			t.Errorf("%s: stdout %q exit %d, want %q exit %d (stderr %q)", tt.name, r.Stdout, r.ExitCode, tt.stdout, tt.exit, r.Stderr)
+		if r.Stdout() != tt.stdout || r.ExitCode != tt.exit {
+			t.Errorf("%s: stdout %q exit %d, want %q exit %d (stderr %q)", tt.name, r.Stdout(), r.ExitCode, tt.stdout, tt.exit, r.Stderr())
 		}
-		if tt.stderr != "" && r.Stderr != tt.stderr {
-			t.Errorf("%s: stderr %q, want %q", tt.name, r.Stderr, tt.stderr)
+		if tt.stderr != "" && r.Stderr() != tt.stderr {
+			t.Errorf("%s: stderr %q, want %q", tt.name, r.Stderr(), tt.stderr)
 		}
 		if (r.Error == nil) != (tt.errName == "") || (r.Error != nil && r.Error.Name != tt.errName) {
 			t.Errorf("%s: error %+v, want %q", tt.name, r.Error, tt.errName)
@@ -107,7 +107,7 @@ console.log(path.basename("/a/b.ts"), norm(p).toFixed(3));`, 30*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Stdout != "b.ts 2.236\n" || r.Error != nil {
+	if r.Stdout() != "b.ts 2.236\n" || r.Error != nil {
 		t.Fatalf("got %+v", r)
 	}
 
@@ -115,7 +115,7 @@ console.log(path.basename("/a/b.ts"), norm(p).toFixed(3));`, 30*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Stdout != "42\n" {
+	if r.Stdout() != "42\n" {
 		t.Errorf("top-level await: %+v", r)
 	}
 
@@ -129,7 +129,7 @@ console.log(path.basename("/a/b.ts"), norm(p).toFixed(3));`, 30*time.Second)
 			break
 		}
 	}
-	if lastErr != nil || r.Stdout != "again\n" {
+	if lastErr != nil || r.Stdout() != "again\n" {
 		t.Fatalf("after the transpiler died: %v %+v", lastErr, r)
 	}
 
@@ -137,7 +137,7 @@ console.log(path.basename("/a/b.ts"), norm(p).toFixed(3));`, 30*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Error == nil || r.Error.Name != "TypeScriptError" || !strings.Contains(r.Stderr, "main.ts(1,19)") {
+	if r.Error == nil || r.Error.Name != "TypeScriptError" || !strings.Contains(r.Stderr(), "main.ts(1,19)") {
 		t.Errorf("syntax error: %+v", r)
 	}
 }

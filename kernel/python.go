@@ -170,9 +170,9 @@ func (c *call) handle(ev event) {
 	case "stream":
 		c.col.stream(ev.Name, ev.Text)
 	case "display":
-		c.col.output("display", ev.Data)
+		c.col.output(OutputDisplay, ev.Data)
 	case "result":
-		c.col.output("result", ev.Data)
+		c.col.output(OutputResult, ev.Data)
 	case "clear":
 		c.col.clear()
 	case "error":

@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Languages Execute accepts.
@@ -17,14 +18,15 @@ const (
 // Result is what one execution produced.
 type Result struct {
 	Language string `json:"language"`
-	Stdout   string `json:"stdout"`
-	Stderr   string `json:"stderr"`
-	// Outputs are Python's rich results and displays, in order.
-	Outputs []Output `json:"outputs,omitempty"`
-	// Error is set when the code raised (Python) or, for node, when it
-	// exited non-zero with a recognizable error.
+	// Outputs is everything the code produced, in order: printed text
+	// (adjacent pieces of one stream merged), and Python's rich results and
+	// displays.
+	Outputs []Output `json:"outputs"`
+	// Error is set when the code raised (Python), exited non-zero or failed
+	// to compile (node), or timed out.
 	Error *ExecError `json:"error,omitempty"`
-	// ExitCode is node's exit status; for Python 0 on success, 1 on error.
+	// ExitCode is node's exit status (-1 when killed); for Python 0 on
+	// success, 1 on error.
 	ExitCode       int `json:"exit_code"`
 	ExecutionCount int `json:"execution_count,omitempty"`
 	// TimedOut says the code ran past its timeout and was interrupted;
@@ -36,10 +38,34 @@ type Result struct {
 	Duration  time.Duration `json:"duration_ns"`
 }
 
-// Output is one rich output: an expression's value or a display.
+// Stdout returns everything printed to stdout.
+func (r *Result) Stdout() string { return r.stream("stdout") }
+
+// Stderr returns everything printed to stderr.
+func (r *Result) Stderr() string { return r.stream("stderr") }
+
+func (r *Result) stream(name string) string {
+	var b strings.Builder
+	for _, o := range r.Outputs {
+		if o.Kind == OutputStream && o.Name == name {
+			b.WriteString(o.Text)
+		}
+	}
+	return b.String()
+}
+
+// Output kinds.
+const (
+	OutputStream  = "stream"  // printed text; Name says which stream
+	OutputResult  = "result"  // the value of the cell's last expression
+	OutputDisplay = "display" // display() calls, figures
+)
+
+// Output is one piece of output.
 type Output struct {
-	Kind   string  `json:"kind"` // "result" or "display"
-	Text   string  `json:"text,omitempty"`
+	Kind   string  `json:"kind"`
+	Name   string  `json:"name,omitempty"` // stream: "stdout" or "stderr"
+	Text   string  `json:"text,omitempty"` // stream text, or text/plain
 	HTML   string  `json:"html,omitempty"`
 	Images []Image `json:"images,omitempty"`
 }
@@ -61,21 +87,34 @@ type ExecError struct {
 // collector accumulates output under limits.
 type collector struct {
 	res       *Result
-	limit     int
+	limit     int // bytes per stream
 	maxImages int
 	images    int
+	written   map[string]int
 }
 
 func (c *collector) stream(name, text string) {
-	dst := &c.res.Stdout
-	if name == "stderr" {
-		dst = &c.res.Stderr
+	if c.written == nil {
+		c.written = make(map[string]int)
 	}
-	if room := c.limit - len(*dst); len(text) > room {
-		text = text[:max(room, 0)]
+	if room := c.limit - c.written[name]; len(text) > room {
+		room = max(room, 0)
+		// Cut on a character boundary so that the text stays valid UTF-8.
+		for room > 0 && !utf8.RuneStart(text[room]) {
+			room--
+		}
+		text = text[:room]
 		c.res.Truncated = true
 	}
-	*dst += text
+	if text == "" {
+		return
+	}
+	c.written[name] += len(text)
+	if n := len(c.res.Outputs); n > 0 && c.res.Outputs[n-1].Kind == OutputStream && c.res.Outputs[n-1].Name == name {
+		c.res.Outputs[n-1].Text += text
+		return
+	}
+	c.res.Outputs = append(c.res.Outputs, Output{Kind: OutputStream, Name: name, Text: text})
 }
 
 func (c *collector) output(kind string, data map[string]any) {
@@ -110,7 +149,7 @@ func (c *collector) output(kind string, data map[string]any) {
 }
 
 func (c *collector) clear() {
-	c.res.Stdout, c.res.Stderr, c.res.Outputs = "", "", nil
+	c.res.Outputs, c.written, c.images = nil, nil, 0
 }
 
 func (c *collector) fail(name, value string, traceback []string) {
