@@ -99,7 +99,9 @@ max_connections = 300
 CONF
 fi
 
+state="already running"
 if [ -z "$port" ]; then
+	state=started
 	port=$FIRST_PORT
 	while [ -n "$(ss -Hltn "( sport = :$port )")" ]; do
 		port=$((port + 1))
@@ -125,5 +127,5 @@ if [ -z "$(psql_sock -d postgres -tA -c "SELECT 1 FROM pg_database WHERE datname
 	psql_sock -d postgres -c "CREATE DATABASE $DB" >/dev/null
 fi
 
-echo "postgres-up: postgres started (pid $(head -n 1 "$PGDATA/postmaster.pid"), port $port, log $LOG)"
+echo "postgres-up: postgres $state (pid $(head -n 1 "$PGDATA/postmaster.pid"), port $port, log $LOG)"
 print_dsn "$port"
