@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -337,6 +338,35 @@ func BenchmarkScreenshot(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// A busier screen costs more to encode than an empty one.
+func BenchmarkScreenshotWithWindows(b *testing.B) {
+	RequireDesktop(b, "xlogo", "xclock", "xmessage")
+	d := setup(b, nil)
+	for _, args := range [][]string{
+		{"xlogo", "-geometry", "500x500+0+0"},
+		{"xclock", "-geometry", "300x300+600+50", "-update", "1"},
+		{"xmessage", "-geometry", "700x300+400+450", strings.Repeat("Lorem ipsum dolor sit amet. ", 20)},
+	} {
+		cmd := exec.Command(args[0], args[1:]...)
+		cmd.Env = d.env()
+		if err := cmd.Start(); err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	}
+	time.Sleep(time.Second)
+	ctx := b.Context()
+	size := 0
+	for b.Loop() {
+		png, _, err := d.Screenshot(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		size = len(png)
+	}
+	b.ReportMetric(float64(size), "png-bytes")
 }
 
 func BenchmarkScreenshotScaled(b *testing.B) {

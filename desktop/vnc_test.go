@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -136,6 +137,17 @@ func TestVNCOnTCPWithoutPassword(t *testing.T) {
 	// The bridge ends when the client leaves, and so does the connection to
 	// x11vnc: Close waits for open bridges, so a leak would hang cleanup.
 	c.Close()
+
+	// When x11vnc goes away, the client sees a normal close, not a hang.
+	c = dialBridge(t, d)
+	readN(t, c, 12)
+	if err := syscall.Kill(d.vnc.pid(), syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := io.ReadAll(c); err != nil {
+		t.Errorf("bridge did not close cleanly when x11vnc died: %v", err)
+	}
 }
 
 func TestVNCBridgeRefusesWhenNotRunning(t *testing.T) {
