@@ -88,14 +88,14 @@ if [ ! -f "$PGDATA/PG_VERSION" ]; then
 		exit 1
 	fi
 	rm -f "$pw"
-	# Enough connections for parallel tests that each open pools, and for
-	# several store replicas in one test.
+	# Enough connections for parallel tests that each open a pool (up to 16
+	# connections, more on big machines), several in the replica tests.
 	cat >>"$PGDATA/postgresql.conf" <<CONF
 
 # drydock test cluster
 listen_addresses = '127.0.0.1'
 unix_socket_directories = '$SOCKDIR'
-max_connections = 300
+max_connections = 1000
 CONF
 fi
 
@@ -103,7 +103,8 @@ state="already running"
 if [ -z "$port" ]; then
 	state=started
 	port=$FIRST_PORT
-	while [ -n "$(ss -Hltn "( sport = :$port )")" ]; do
+	# ss (iproute2) is on every Debian install; without it, try 55432 anyway.
+	while command -v ss >/dev/null 2>&1 && [ -n "$(ss -Hltn "( sport = :$port )")" ]; do
 		port=$((port + 1))
 		if [ "$port" -gt $((FIRST_PORT + 100)) ]; then
 			echo "postgres-up: no free port in $FIRST_PORT-$port" >&2
