@@ -302,6 +302,15 @@ type lineLogger struct {
 	level slog.Level
 	mu    sync.Mutex
 	part  []byte
+	last  string
+}
+
+// lastLine returns the last line written, which for a process that failed
+// to start usually says why.
+func (l *lineLogger) lastLine() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.last
 }
 
 func (l *lineLogger) Write(p []byte) (int, error) {
@@ -315,6 +324,7 @@ func (l *lineLogger) Write(p []byte) (int, error) {
 		}
 		if line := string(bytes.TrimSpace(l.part[:i])); line != "" {
 			l.log.Log(context.Background(), l.level, line)
+			l.last = line
 		}
 		l.part = l.part[i+1:]
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -56,8 +55,11 @@ func (c *ServerConfig) setDefaults() {
 
 type server struct {
 	mu      sync.Mutex
-	asked   bool
+	asked   bool // StartServer has been called: Ready reports the server
+	running bool // a supervisor is trying to keep it up
 	readyCh chan struct{}
+	failCh  chan struct{} // closed when the supervisor gives up
+	err     error
 	cancel  context.CancelFunc
 	done    chan struct{}
 	ready   atomic.Bool
@@ -93,6 +95,15 @@ func (s *server) setReady(ok bool) {
 	}
 }
 
+// giveUp records why the server cannot start; the next StartServer tries
+// again.
+func (s *server) giveUp(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.running, s.err = false, err
+	close(s.failCh)
+}
+
 // ServerURL is where the Jupyter server answers once started, e.g.
 // http://127.0.0.1:8888/jupyter/.
 func (k *Kernel) ServerURL() string { return "http://" + k.cfg.Server.Addr + k.cfg.Server.BaseURL }
@@ -113,33 +124,51 @@ func (k *Kernel) StartServer(ctx context.Context) (string, error) {
 	}
 	s := &k.server
 	s.mu.Lock()
-	if !s.asked {
-		s.asked = true
-		s.readyCh = make(chan struct{})
+	s.asked = true
+	if !s.running {
+		s.running = true
+		s.readyCh, s.failCh = make(chan struct{}), make(chan struct{})
 		runCtx, cancel := context.WithCancel(context.Background())
 		s.cancel, s.done = cancel, make(chan struct{})
-		go k.superviseServer(runCtx)
+		go k.superviseServer(runCtx, s.done)
 	}
-	ch := s.readyCh
+	ready, failed := s.readyCh, s.failCh
 	s.mu.Unlock()
 	select {
-	case <-ch:
+	case <-ready:
 		return k.ServerURL(), nil
+	case <-failed:
+		s.mu.Lock()
+		err := s.err
+		s.mu.Unlock()
+		return "", drydock.Errorf(drydock.EUNAVAILABLE, "jupyter server failed to start: %v", err)
 	case <-ctx.Done():
 		return "", drydock.Errorf(drydock.EUNAVAILABLE, "jupyter server is not ready yet")
 	}
 }
 
-func (k *Kernel) superviseServer(ctx context.Context) {
+// serverAttempts is how many starts in a row may fail before the server is
+// given up on (a missing module or a taken port will not fix itself).
+const serverAttempts = 3
+
+func (k *Kernel) superviseServer(ctx context.Context, done chan struct{}) {
 	s := &k.server
-	defer close(s.done)
+	defer close(done)
 	log := k.log.With("process", "jupyter-server")
 	backoff := minBackoff
+	failures := 0
 	for ctx.Err() == nil {
 		started := time.Now()
-		err := k.runServer(ctx, log)
+		wasReady, err := k.runServer(ctx, log)
 		s.setReady(false)
 		if ctx.Err() != nil {
+			return
+		}
+		if wasReady {
+			failures = 0
+		} else if failures++; failures >= serverAttempts {
+			log.Warn("jupyter server does not start; giving up until asked again", "err", err)
+			s.giveUp(err)
 			return
 		}
 		if time.Since(started) > stableAfter {
@@ -155,15 +184,17 @@ func (k *Kernel) superviseServer(ctx context.Context) {
 	}
 }
 
-func (k *Kernel) runServer(ctx context.Context, log *slog.Logger) error {
+// runServer runs the server once, until it exits or ctx ends, and reports
+// whether it ever answered.
+func (k *Kernel) runServer(ctx context.Context, log *slog.Logger) (wasReady bool, err error) {
 	sc := k.cfg.Server
 	host, port, err := net.SplitHostPort(sc.Addr)
 	if err != nil {
-		return fmt.Errorf("jupyter server address %q: %w", sc.Addr, err)
+		return false, fmt.Errorf("jupyter server address %q: %w", sc.Addr, err)
 	}
 	runtimeDir := filepath.Join(k.cfg.RuntimeDir, "jupyter")
 	if err := os.MkdirAll(runtimeDir, 0o700); err != nil {
-		return err
+		return false, err
 	}
 	args := []string{"-m", "jupyter_server", "--no-browser",
 		"--ServerApp.ip=" + host, "--ServerApp.port=" + port, "--ServerApp.port_retries=0",
@@ -187,7 +218,7 @@ func (k *Kernel) runServer(ctx context.Context, log *slog.Logger) error {
 	cmd.Stdout, cmd.Stderr = out, out
 	p, err := startProc(cmd)
 	if err != nil {
-		return fmt.Errorf("start jupyter server: %w", err)
+		return false, fmt.Errorf("start jupyter server: %w", err)
 	}
 	defer p.stop()
 
@@ -206,19 +237,16 @@ func (k *Kernel) runServer(ctx context.Context, log *slog.Logger) error {
 		}
 		select {
 		case <-p.exited:
-			return fmt.Errorf("exited before answering: %v", p.err)
+			return false, fmt.Errorf("exited before answering (%v): %s", p.err, out.lastLine())
 		case <-ctx.Done():
-			return ctx.Err()
+			return false, ctx.Err()
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
 	select {
 	case <-p.exited:
-		if p.err == nil {
-			return errors.New("exited")
-		}
-		return p.err
+		return true, fmt.Errorf("exited (%v): %s", p.err, out.lastLine())
 	case <-ctx.Done():
-		return ctx.Err()
+		return true, ctx.Err()
 	}
 }

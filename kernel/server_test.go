@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os/exec"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -70,5 +71,32 @@ func TestJupyterServerStartsOnDemandWithToken(t *testing.T) {
 	// A second call finds it running.
 	if _, err := k.StartServer(ctx); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestJupyterServerReportsWhyItCannotStart(t *testing.T) {
+	t.Parallel()
+	python := RequirePython(t)
+	if err := exec.Command(python, "-c", "import jupyter_server").Run(); err != nil {
+		t.Skip("jupyter_server is not installed; run scripts/testenv/sandbox-tools.sh")
+	}
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	k := setup(t, func(c *Config) { c.Server = ServerConfig{Addr: taken.Addr().String()} })
+
+	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
+	defer cancel()
+	_, err = k.StartServer(ctx)
+	if err == nil || ctx.Err() != nil {
+		t.Fatalf("want an early failure on a taken port, got %v (ctx %v)", err, ctx.Err())
+	}
+	if !strings.Contains(err.Error(), "is not available") {
+		t.Errorf("error does not say why: %v", err)
+	}
+	if k.Ready()[ComponentServer] {
+		t.Error("server reported ready")
 	}
 }
