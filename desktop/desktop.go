@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/drydockhq/drydock"
@@ -255,6 +256,15 @@ func (d *Desktop) env() []string {
 func (d *Desktop) fbFile() string { return filepath.Join(d.cfg.RuntimeDir, "Xvfb_screen0") }
 
 func (d *Desktop) xvfbCommand() (*exec.Cmd, error) {
+	// Another X server on our display would answer our probes while our
+	// Xvfb keeps failing; say so instead.
+	if b, err := os.ReadFile(fmt.Sprintf("/tmp/.X%d-lock", d.cfg.Display)); err == nil {
+		if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && pid > 0 {
+			if err := syscall.Kill(pid, 0); err == nil || errors.Is(err, syscall.EPERM) {
+				return nil, fmt.Errorf("display %s is in use by process %d", d.Display(), pid)
+			}
+		}
+	}
 	screen := fmt.Sprintf("%dx%dx%d", d.cfg.Width, d.cfg.Height, d.cfg.Depth)
 	cmd := exec.Command("Xvfb", d.Display(), "-screen", "0", screen,
 		"-nolisten", "tcp", "-fbdir", d.cfg.RuntimeDir, "-dpi", "96", "-noreset")

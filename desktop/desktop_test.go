@@ -445,3 +445,12 @@ func TestScreenshotFallsBackToXWD(t *testing.T) {
 		t.Errorf("xwd screenshot misses the window: brightness %.0f, scale %v", mean, scale)
 	}
 }
+
+func TestDisplayInUseIsReported(t *testing.T) {
+	t.Parallel()
+	d := setup(t, nil)
+	other := New(Config{Display: d.cfg.Display, RuntimeDir: t.TempDir()}, testLogger(t))
+	if _, err := other.xvfbCommand(); err == nil || !strings.Contains(err.Error(), "in use") {
+		t.Errorf("starting on a taken display: %v", err)
+	}
+}

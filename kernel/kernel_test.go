@@ -39,7 +39,9 @@ func testLogger(t testing.TB) *slog.Logger {
 // setup starts a kernel working in a temporary directory.
 func setup(t testing.TB, modify func(*Config)) *Kernel {
 	t.Helper()
-	cfg := Config{Dir: t.TempDir(), RuntimeDir: t.TempDir()}
+	// A home of its own, so that IPython, matplotlib and Jupyter write
+	// their caches there rather than in the user's.
+	cfg := Config{Dir: t.TempDir(), RuntimeDir: t.TempDir(), Env: []string{"HOME=" + t.TempDir()}}
 	if modify != nil {
 		modify(&cfg)
 	}

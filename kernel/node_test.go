@@ -26,7 +26,7 @@ func RequireNode(t testing.TB, typescript bool) {
 // nodeKernel is a Kernel for JavaScript and TypeScript only: they need no
 // Start, as each run is its own node process.
 func nodeKernel(t *testing.T) *Kernel {
-	k := New(Config{Dir: t.TempDir()}, testLogger(t))
+	k := New(Config{Dir: t.TempDir(), Env: []string{"HOME=" + t.TempDir()}}, testLogger(t))
 	t.Cleanup(func() { k.Close() })
 	return k
 }
