@@ -454,3 +454,22 @@ func TestDisplayInUseIsReported(t *testing.T) {
 		t.Errorf("starting on a taken display: %v", err)
 	}
 }
+
+// BenchmarkStartToReady measures Start until display, window manager and
+// VNC all answer.
+func BenchmarkStartToReady(b *testing.B) {
+	RequireDesktop(b)
+	for b.Loop() {
+		d := New(Config{Display: freeDisplay(b), RuntimeDir: b.TempDir(), VNCSocket: filepath.Join(b.TempDir(), "vnc.sock"),
+			Env: []string{"HOME=" + b.TempDir()}}, nil)
+		if err := d.Start(b.Context()); err != nil {
+			b.Fatal(err)
+		}
+		if err := d.WaitReady(b.Context()); err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		d.Close()
+		b.StartTimer()
+	}
+}
