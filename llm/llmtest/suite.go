@@ -74,10 +74,11 @@ func Run(t *testing.T, newProvider Factory) {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 		defer cancel()
-		if req.Model == "" {
-			req.Model = Model
+		r := *req // the suite's requests are shared by parallel tests
+		if r.Model == "" {
+			r.Model = Model
 		}
-		return p.Complete(ctx, req)
+		return p.Complete(ctx, &r)
 	}
 	hello := &llm.Request{System: "You are a test.", Messages: []llm.Message{{Role: llm.RoleUser, Text: "Say hello."}}}
 

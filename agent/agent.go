@@ -1,0 +1,231 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/drydockhq/drydock"
+	"github.com/drydockhq/drydock/llm"
+	"github.com/drydockhq/drydock/llm/anthropic"
+	"github.com/drydockhq/drydock/llm/openai"
+	"github.com/drydockhq/drydock/toolbox"
+)
+
+// Providers.
+const (
+	ProviderOpenAI    = "openai"
+	ProviderAnthropic = "anthropic"
+)
+
+// Default models, used when neither the config nor the job names one.
+const (
+	DefaultOpenAIModel    = "gpt-4.1"
+	DefaultAnthropicModel = "claude-sonnet-4-5"
+)
+
+// Config configures the agent. Zero values take the defaults.
+type Config struct {
+	// Provider is "openai", "anthropic", or "" to pick from the
+	// environment (ANTHROPIC_API_KEY first, then OPENAI_API_KEY or
+	// OPENAI_BASE_URL).
+	Provider string
+	// Model is the default model; a job's model overrides it.
+	Model string
+	// APIKey and BaseURL override the provider SDK's environment variables
+	// (OPENAI_API_KEY/OPENAI_BASE_URL, ANTHROPIC_API_KEY/ANTHROPIC_BASE_URL).
+	APIKey  string
+	BaseURL string
+	// MaxRetries and RequestTimeout configure the provider's retries (see
+	// llm/openai and llm/anthropic for the defaults).
+	MaxRetries     int
+	RequestTimeout time.Duration
+
+	// MaxSteps is the step budget of jobs that set none (default 100).
+	MaxSteps int
+	// MaxTokens and MaxCostUSD bound one job's model usage; 0 is no limit.
+	MaxTokens  int64
+	MaxCostUSD float64
+	// MaxOutputTokens caps one reply of the model (default 8192).
+	MaxOutputTokens int
+	// Images is "auto" (default: what is known of the model; unknown
+	// OpenAI-compatible models get none), "on" or "off": whether
+	// screenshots and figures are shown to the model.
+	Images string
+	// KeepImages is how many recent observations keep their images in the
+	// prompt (default 3).
+	KeepImages int
+	// StuckLimit is how many repeats of the same action and result earn a
+	// warning (default 3); see the package doc.
+	StuckLimit int
+	// MaxObservationBytes caps one tool result in the prompt and the log
+	// (default 40000); the whole output is saved in the workspace.
+	MaxObservationBytes int
+	// Tool timeouts (see agent/tools.Env for the defaults).
+	BashTimeout     time.Duration
+	BashIdleTimeout time.Duration
+	CodeTimeout     time.Duration
+
+	// Dial returns the client of a sandbox's toolboxd (default toolbox.New).
+	Dial func(*drydock.Sandbox) *toolbox.Client
+	// LLM, when set, is used instead of building a provider from the
+	// settings above (other providers, tests).
+	LLM llm.Provider
+	// Now is the clock (tests).
+	Now func() time.Time
+}
+
+// Agent is the LLM agent.
+type Agent struct {
+	cfg      Config
+	provider llm.Provider
+	// unconfigured is the error every job gets when no provider could be
+	// built (no key); the server still starts.
+	unconfigured error
+	log          *slog.Logger
+	mask         *masker
+}
+
+var _ drydock.Agent = (*Agent)(nil)
+
+// New builds the agent. An unknown provider name is an error; a provider
+// without credentials is not (the server can start), but Check reports it
+// and every job fails at once with the message.
+func New(cfg Config, log *slog.Logger) (*Agent, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.MaxSteps <= 0 {
+		cfg.MaxSteps = 100
+	}
+	if cfg.MaxOutputTokens <= 0 {
+		cfg.MaxOutputTokens = 8192
+	}
+	if cfg.KeepImages <= 0 {
+		cfg.KeepImages = 3
+	}
+	if cfg.StuckLimit <= 0 {
+		cfg.StuckLimit = 3
+	}
+	if cfg.MaxObservationBytes <= 0 {
+		cfg.MaxObservationBytes = 40000
+	}
+	switch cfg.Images {
+	case "", "auto", "on", "off":
+	default:
+		return nil, drydock.Errorf(drydock.EINVALID, "images must be auto, on or off, not %q", cfg.Images)
+	}
+	if cfg.Dial == nil {
+		cfg.Dial = func(sb *drydock.Sandbox) *toolbox.Client { return toolbox.New(sb.Endpoint, sb.Token) }
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	a := &Agent{cfg: cfg, log: log.With("component", "agent"), mask: newEnvMasker(cfg.APIKey)}
+	if cfg.LLM != nil {
+		a.provider = cfg.LLM
+		return a, nil
+	}
+	name := cfg.Provider
+	if name == "" {
+		switch {
+		case os.Getenv("ANTHROPIC_API_KEY") != "" || os.Getenv("ANTHROPIC_AUTH_TOKEN") != "":
+			name = ProviderAnthropic
+		case os.Getenv("OPENAI_API_KEY") != "" || os.Getenv("OPENAI_BASE_URL") != "":
+			name = ProviderOpenAI
+		default:
+			a.unconfigured = drydock.Errorf(drydock.EINVALID, "no LLM provider configured: set OPENAI_API_KEY (and OPENAI_BASE_URL for an OpenAI-compatible server) or ANTHROPIC_API_KEY in the server's environment, and choose it with --llm openai|anthropic")
+			return a, nil
+		}
+		a.cfg.Provider = name
+	}
+	var err error
+	switch name {
+	case ProviderOpenAI:
+		a.provider, err = openai.New(openai.Config{APIKey: cfg.APIKey, BaseURL: cfg.BaseURL, MaxRetries: cfg.MaxRetries, RequestTimeout: cfg.RequestTimeout})
+	case ProviderAnthropic:
+		a.provider, err = anthropic.New(anthropic.Config{APIKey: cfg.APIKey, BaseURL: cfg.BaseURL, MaxRetries: cfg.MaxRetries, RequestTimeout: cfg.RequestTimeout})
+	default:
+		return nil, drydock.Errorf(drydock.EINVALID, "unknown LLM provider %q: use openai or anthropic", name)
+	}
+	if err != nil {
+		a.unconfigured = err
+	}
+	return a, nil
+}
+
+// Check returns why jobs cannot run (no provider or no key), or nil.
+func (a *Agent) Check() error { return a.unconfigured }
+
+// Provider names the provider jobs use ("" when none is configured).
+func (a *Agent) Provider() string {
+	if a.provider == nil {
+		return ""
+	}
+	return a.provider.Name()
+}
+
+// Model is the model of a job: its own, else the configured default, else
+// the provider's default.
+func (a *Agent) Model(job *drydock.Job) string {
+	switch {
+	case job != nil && job.Model != "":
+		return job.Model
+	case a.cfg.Model != "":
+		return a.cfg.Model
+	case a.Provider() == ProviderAnthropic:
+		return DefaultAnthropicModel
+	}
+	return DefaultOpenAIModel
+}
+
+// acceptsImages decides whether the model is shown images.
+func (a *Agent) acceptsImages(model string) bool {
+	switch a.cfg.Images {
+	case "on":
+		return true
+	case "off":
+		return false
+	}
+	if m, ok := llm.LookupModel(model); ok {
+		return m.Images
+	}
+	// Every Claude model takes images; unknown OpenAI-compatible models
+	// (often small local ones) mostly do not.
+	return a.Provider() == ProviderAnthropic
+}
+
+// Run implements drydock.Agent.
+func (a *Agent) Run(ctx context.Context, ar *drydock.AgentRun) (*drydock.AgentOutcome, error) {
+	if a.unconfigured != nil {
+		return nil, a.unconfigured
+	}
+	r, err := a.start(ctx, ar)
+	if err != nil {
+		return nil, err
+	}
+	defer r.close()
+	out, err := r.loop(ctx)
+	if err != nil && ctx.Err() == nil {
+		err = r.userError(err)
+		r.log.Warn("agent run failed", "err", err, "steps", r.steps)
+	} else if err == nil {
+		r.log.Info("agent finished", "steps", r.steps, "input_tokens", r.usage.InputTokens, "output_tokens", r.usage.OutputTokens, "cost_usd", r.usage.CostUSD)
+	}
+	return out, err
+}
+
+// userError masks secrets out of an error's user-facing message.
+func (r *run) userError(err error) error {
+	code := drydock.ErrorCode(err)
+	if code == drydock.EINTERNAL {
+		return fmt.Errorf("%s", r.mask.String(err.Error()))
+	}
+	msg := drydock.ErrorMessage(err)
+	if m := r.mask.String(msg); m != msg {
+		return &drydock.Error{Code: code, Message: m}
+	}
+	return err
+}

@@ -1,0 +1,162 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/drydockhq/drydock"
+	"github.com/drydockhq/drydock/agent/transcript"
+	"github.com/drydockhq/drydock/llm"
+)
+
+// loop runs steps until the model finishes, a budget or the stuck
+// detector ends the run, or ctx ends.
+func (r *run) loop(ctx context.Context) (*drydock.AgentOutcome, error) {
+	for {
+		if r.outcome != nil {
+			return r.outcome, nil
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if err := r.budget(ctx); err != nil {
+			return nil, err
+		}
+		if err := r.step(ctx); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// budget fails the run once a budget is spent.
+func (r *run) budget(ctx context.Context) error {
+	cfg := r.a.cfg
+	tokens := r.usage.InputTokens + r.usage.OutputTokens + r.usage.CacheReadTokens + r.usage.CacheWriteTokens
+	switch {
+	case r.steps >= r.maxSteps:
+		return r.fail(ctx, drydock.Errorf(drydock.ETOOLARGE, "the agent used all of its %d steps without finishing the task (raise max_steps, or split the task)", r.maxSteps))
+	case cfg.MaxTokens > 0 && tokens >= cfg.MaxTokens:
+		return r.fail(ctx, drydock.Errorf(drydock.ETOOLARGE, "the agent used its token budget (%d of %d tokens) without finishing the task", tokens, cfg.MaxTokens))
+	case cfg.MaxCostUSD > 0 && r.usage.CostUSD >= cfg.MaxCostUSD:
+		return r.fail(ctx, drydock.Errorf(drydock.ETOOLARGE, "the agent used its cost budget ($%.2f of $%.2f) without finishing the task", r.usage.CostUSD, cfg.MaxCostUSD))
+	}
+	return nil
+}
+
+// step asks the model for a turn, runs its tool calls, and records it all.
+func (r *run) step(ctx context.Context) error {
+	req := &llm.Request{
+		Model:     r.model,
+		System:    r.system,
+		Messages:  r.messages(),
+		Tools:     r.tools.Defs(),
+		MaxTokens: r.a.cfg.MaxOutputTokens,
+	}
+	resp, err := r.a.provider.Complete(ctx, req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		msg := r.mask.String(drydock.ErrorMessage(err))
+		code := drydock.ErrorCode(err)
+		if code == drydock.EINTERNAL {
+			code, msg = drydock.EUNAVAILABLE, "the model request failed: "+r.mask.String(err.Error())
+		}
+		return r.fail(ctx, &drydock.Error{Code: code, Message: msg})
+	}
+	r.steps++
+	step := r.steps
+	for i := range resp.ToolCalls {
+		c := &resp.ToolCalls[i]
+		// Some OpenAI-compatible servers send no ids, or reuse them; both
+		// APIs need every id unique in the conversation.
+		if c.ID == "" || r.ids[c.ID] {
+			c.ID = fmt.Sprintf("call_%d_%d", step, i+1)
+		}
+		r.ids[c.ID] = true
+	}
+	turn := transcript.ModelTurn{Step: step, Model: resp.Model, Text: resp.Text, ToolCalls: resp.ToolCalls, StopReason: string(resp.StopReason)}
+	if err := r.emit(ctx, drydock.EventModel, turn); err != nil {
+		return err
+	}
+	cost, known := llm.Cost(r.model, resp.Usage)
+	u := drydock.Usage{
+		InputTokens:      resp.Usage.InputTokens,
+		OutputTokens:     resp.Usage.OutputTokens,
+		CacheReadTokens:  resp.Usage.CacheReadTokens,
+		CacheWriteTokens: resp.Usage.CacheWriteTokens,
+		CostUSD:          cost,
+	}
+	r.usage = r.usage.Add(u)
+	if err := r.emit(ctx, drydock.EventUsage, usageEvent{Usage: u, Step: step, Model: r.model, CostKnown: known}); err != nil {
+		return err
+	}
+
+	var obs []transcript.Observation
+	for _, call := range resp.ToolCalls {
+		if err := r.emit(ctx, drydock.EventToolCall, transcript.ToolCall{Step: step, ID: call.ID, Name: call.Name, Input: call.Input}); err != nil {
+			return err
+		}
+		res := r.tools.Run(ctx, call)
+		if err := ctx.Err(); err != nil {
+			// Cancelled or out of time: what the tool saw is no observation
+			// of the model's; a resumed run answers the call as interrupted.
+			return err
+		}
+		o := r.keep(ctx, step, call, res)
+		if err := r.emit(ctx, drydock.EventObservation, o); err != nil {
+			return err
+		}
+		obs = append(obs, o)
+		if res.Finish && r.outcome == nil {
+			r.outcome = &drydock.AgentOutcome{Summary: res.Summary}
+		}
+	}
+	if err := r.ar.Progress(ctx, r.steps, r.usage); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return fmt.Errorf("report progress: %w", err)
+	}
+	r.log.Debug("step", "step", step, "calls", len(resp.ToolCalls), "stop", resp.StopReason, "input_tokens", u.InputTokens, "output_tokens", u.OutputTokens)
+	if r.outcome != nil {
+		return nil
+	}
+
+	v := r.stuck.observe(turn, obs)
+	if v.fail != "" {
+		return r.fail(ctx, drydock.Errorf(drydock.EINVALID, "%s", v.fail))
+	}
+	var notes []string
+	if resp.StopReason == llm.StopMaxTokens {
+		notes = append(notes, fmt.Sprintf("Your last reply was cut off at the limit of %d output tokens, so any tool call in it may be incomplete. Keep replies shorter; write a large file in several steps (create, then insert or append with bash).", r.a.cfg.MaxOutputTokens))
+	}
+	if v.warn != "" {
+		notes = append(notes, v.warn)
+	}
+	if left := r.maxSteps - r.steps; left > 0 && left <= 2 && r.maxSteps >= 5 {
+		notes = append(notes, fmt.Sprintf("You have %d step(s) left before the step limit. Wrap up now: call finish with a summary of what is done and what is not.", left))
+	}
+	for _, n := range notes {
+		if err := r.notice(ctx, "warn", n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// messages builds the prompt from the log (see agent/transcript).
+func (r *run) messages() []llm.Message {
+	keep := r.a.cfg.KeepImages
+	if !r.images {
+		keep = 0
+	}
+	return transcript.Messages(r.events, transcript.Options{
+		Task:       taskMessage(r.ar.Job.Task),
+		KeepImages: keep,
+		Image: func(ref transcript.ImageRef) (llm.Image, bool) {
+			img, ok := r.imgs[ref.Path]
+			return img, ok
+		},
+	})
+}
