@@ -36,6 +36,24 @@ type Config struct {
 	SSEPoll time.Duration
 	// SSEPing is the keep-alive comment interval (default 15s).
 	SSEPing time.Duration
+
+	// Sandboxes finds a sandbox by id with its toolboxd endpoint and token
+	// (Runtime.Get). It enables the live views: a running job's workspace,
+	// desktop and Jupyter. Nil turns them off (finished jobs' files are
+	// still served from their archives).
+	Sandboxes func(ctx context.Context, id string) (*drydock.Sandbox, error)
+	// LinkKeyFile keeps the key that signs live-view links (created on
+	// first use), so that links survive a restart; "" keeps a random key
+	// in memory.
+	LinkKeyFile string
+	// LinkTTL is how long a live-view link can be used to open a view
+	// (default DefaultLinkTTL); an open view lasts until the job ends.
+	LinkTTL time.Duration
+	// LiveURL is the base URL of live-view links when they should be
+	// served from another origin than PublicURL (same server, another
+	// host name), which keeps pages served by a sandbox away from the web
+	// UI's stored token. "" uses the API's own base.
+	LiveURL string
 }
 
 // Server is the HTTP API.
@@ -51,6 +69,7 @@ type Server struct {
 	reqs      *prometheus.CounterVec
 	latency   *prometheus.HistogramVec
 	routes    []route
+	live      *live
 	closing   chan struct{}
 	closeOnce sync.Once
 }
@@ -85,6 +104,7 @@ func New(cfg Config, store *watch.Store, queue Queue, artifacts drydock.Artifact
 	}
 	s.closing = make(chan struct{})
 	reg.MustRegister(s.reqs, s.latency)
+	s.initLive(reg)
 	s.routesSetup()
 	s.handler = s.instrument(s.mux)
 	return s
@@ -106,6 +126,7 @@ func (s *Server) routesSetup() {
 	s.handle("GET /readyz", http.HandlerFunc(s.handleReadyz))
 	s.handle("GET /metrics", promhttp.HandlerFor(s.gatherer, promhttp.HandlerOpts{}))
 	s.handle("GET /openapi.json", http.HandlerFunc(s.handleOpenAPI))
+	s.liveRoutes()
 }
 
 func (s *Server) handle(pattern string, h http.Handler) {

@@ -1,0 +1,661 @@
+package api
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/des"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/bits"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/drydockhq/drydock"
+	"github.com/drydockhq/drydock/toolbox"
+)
+
+// rfbHandshakeTimeout bounds the RFB handshake on both sides of the bridge.
+const rfbHandshakeTimeout = 15 * time.Second
+
+// handleDesktopProxy bridges a browser's noVNC WebSocket to the sandbox's
+// VNC server through toolboxd's VNC WebSocket. The bridge performs the VNC
+// authentication itself with the sandbox's password, so the password never
+// reaches the browser, which is offered no authentication at all. A
+// view-only viewer's input messages are dropped here, whatever the page
+// sends.
+func (s *Server) handleDesktopProxy(w http.ResponseWriter, r *http.Request, a *liveAccess) {
+	log := s.logLive("desktop", a)
+	if a.job.Profile != drydock.ProfileDesktop {
+		s.writeError(w, r, drydock.Errorf(drydock.ECONFLICT, "job %s runs the %s profile, which has no desktop", a.job.ID, a.job.Profile))
+		return
+	}
+	sb, err := s.sandboxOf(r.Context(), a.job)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	tb := s.toolboxFor(sb)
+	// Dial first, so that a desktop that is not up yet is an HTTP error the
+	// page can show rather than a WebSocket that closes at once.
+	dialCtx, cancelDial := context.WithTimeout(r.Context(), 10*time.Second)
+	backend, resp, err := websocket.Dial(dialCtx, tb.BaseURL()+"/v1/desktop/vnc", &websocket.DialOptions{
+		HTTPClient:      &http.Client{Transport: tb.Transport()},
+		HTTPHeader:      http.Header{"Authorization": {"Bearer " + sb.Token}},
+		Subprotocols:    []string{"binary"},
+		CompressionMode: websocket.CompressionDisabled,
+	})
+	cancelDial()
+	if err != nil {
+		s.writeError(w, r, vncDialError(resp, err))
+		return
+	}
+	backend.SetReadLimit(-1)
+	client, err := websocket.Accept(w, r, &websocket.AcceptOptions{
+		Subprotocols:   []string{"binary"},
+		OriginPatterns: s.originPatterns(),
+		// RFB updates are already encoded, often compressed, by the VNC
+		// server; deflating them again costs CPU and latency.
+		CompressionMode: websocket.CompressionDisabled,
+	})
+	if err != nil {
+		backend.CloseNow()
+		return // Accept has answered
+	}
+	client.SetReadLimit(-1)
+	gauge := s.live.conns.WithLabelValues("desktop")
+	gauge.Inc()
+	defer gauge.Dec()
+	log.Info("desktop viewer connected")
+
+	// The hijacked request's context is not a lifetime to rely on; the
+	// bridge lives until either side leaves, the job ends or the server
+	// shuts down.
+	jobCtx, stop := s.untilJobEnds(context.Background(), a.job.ID)
+	defer stop()
+	err = bridgeRFB(jobCtx, client, backend, sb.VNCPassword, a.control)
+	if err != nil && !isClosedErr(err) {
+		log.Warn("desktop bridge failed", "err", err)
+	}
+	code, reason := closeReason(context.Cause(jobCtx), err)
+	_ = client.Close(code, reason)
+	_ = backend.Close(websocket.StatusNormalClosure, "")
+	log.Info("desktop viewer disconnected", "reason", reason)
+}
+
+// closeReason is the WebSocket close status and reason a viewer gets.
+func closeReason(cause, err error) (websocket.StatusCode, string) {
+	var re *rfbError
+	switch {
+	case errors.Is(cause, errJobEnded):
+		return websocket.StatusNormalClosure, "the job has ended"
+	case errors.Is(cause, errShutdown):
+		return websocket.StatusGoingAway, "the server is shutting down"
+	case err == nil || isClosedErr(err):
+		return websocket.StatusNormalClosure, ""
+	case errors.As(err, &re):
+		return websocket.StatusInternalError, re.msg
+	}
+	return websocket.StatusInternalError, "desktop connection failed"
+}
+
+func vncDialError(resp *http.Response, err error) error {
+	if resp != nil {
+		switch resp.StatusCode {
+		case http.StatusNotImplemented:
+			return drydock.Errorf(drydock.ENOTIMPLEMENTED, "the job's sandbox has no desktop")
+		case http.StatusServiceUnavailable, http.StatusBadGateway:
+			return drydock.Errorf(drydock.EUNAVAILABLE, "the job's desktop is not ready yet; try again in a moment")
+		}
+	}
+	return fmt.Errorf("%w: %w", drydock.Errorf(drydock.EUNAVAILABLE, "cannot reach the job's desktop"), err)
+}
+
+// originPatterns admits WebSockets from the UI's own origin when live views
+// are served from another one. The request's own host is always admitted.
+func (s *Server) originPatterns() []string {
+	if s.cfg.PublicURL == "" {
+		return nil
+	}
+	u, err := url.Parse(s.cfg.PublicURL)
+	if err != nil || u.Host == "" {
+		return nil
+	}
+	return []string{u.Host}
+}
+
+func isClosedErr(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) || errors.Is(err, context.Canceled) ||
+		websocket.CloseStatus(err) == websocket.StatusNormalClosure || websocket.CloseStatus(err) == websocket.StatusGoingAway
+}
+
+// rfbError is a handshake failure whose message may be shown to the viewer.
+type rfbError struct{ msg string }
+
+func (e *rfbError) Error() string { return e.msg }
+
+// bridgeRFB runs the RFB handshake against both sides, then copies bytes
+// both ways as they come until one side leaves or ctx ends. Server-to-client
+// bytes are never parsed or held back.
+func bridgeRFB(ctx context.Context, client, backend *websocket.Conn, password string, control bool) error {
+	bctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cc := websocket.NetConn(bctx, client, websocket.MessageBinary)
+	bc := websocket.NetConn(bctx, backend, websocket.MessageBinary)
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		// Close with the reason here rather than cancel the connections'
+		// context, which would drop them without a close frame.
+		select {
+		case <-ctx.Done():
+			code, reason := closeReason(context.Cause(ctx), nil)
+			_ = client.Close(code, reason)
+			_ = backend.Close(websocket.StatusNormalClosure, "")
+		case <-done:
+		}
+	}()
+	deadline := time.Now().Add(rfbHandshakeTimeout)
+	_ = cc.SetDeadline(deadline)
+	_ = bc.SetDeadline(deadline)
+	cr := bufio.NewReaderSize(cc, 4096)
+	br := bufio.NewReaderSize(bc, 64<<10)
+	if err := rfbHandshake(cr, cc, br, bc, password); err != nil {
+		return err
+	}
+	if ctx.Err() != nil {
+		return nil
+	}
+	_ = cc.SetDeadline(time.Time{})
+	_ = bc.SetDeadline(time.Time{})
+
+	errc := make(chan error, 2)
+	go func() {
+		// Bytes the handshake read ahead go first, then every read of the
+		// backend is written to the viewer at once.
+		if n := br.Buffered(); n > 0 {
+			b, _ := br.Peek(n)
+			if _, err := cc.Write(b); err != nil {
+				errc <- err
+				return
+			}
+			_, _ = br.Discard(n)
+		}
+		_, err := io.CopyBuffer(cc, bc, make([]byte, 64<<10))
+		errc <- err
+	}()
+	go func() {
+		if control {
+			_, err := io.Copy(bc, cr)
+			errc <- err
+			return
+		}
+		errc <- filterInput(bc, cr)
+	}()
+	err := <-errc
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
+
+// rfbHandshake negotiates RFB with the VNC server (VNC authentication with
+// password, or none), then with the viewer (RFB 3.8, no authentication),
+// and forwards the viewer's ClientInit with the shared flag set, so that one
+// viewer can never disconnect the others.
+func rfbHandshake(cr *bufio.Reader, cw io.Writer, sr *bufio.Reader, sw io.Writer, password string) error {
+	var ver [12]byte
+	if _, err := io.ReadFull(sr, ver[:]); err != nil {
+		return fmt.Errorf("read server version: %w", err)
+	}
+	var major, minor int
+	if _, err := fmt.Sscanf(string(ver[:]), "RFB %03d.%03d\n", &major, &minor); err != nil || major != 3 {
+		return &rfbError{"the desktop does not speak RFB 3"}
+	}
+	switch {
+	case minor >= 8:
+		minor = 8
+	case minor == 7:
+	default:
+		minor = 3
+	}
+	if _, err := fmt.Fprintf(sw, "RFB 003.%03d\n", minor); err != nil {
+		return err
+	}
+	if err := serverSecurity(sr, sw, minor, password); err != nil {
+		return err
+	}
+
+	if _, err := io.WriteString(cw, "RFB 003.008\n"); err != nil {
+		return err
+	}
+	if _, err := io.ReadFull(cr, ver[:]); err != nil {
+		return fmt.Errorf("read viewer version: %w", err)
+	}
+	var cmajor, cminor int
+	if _, err := fmt.Sscanf(string(ver[:]), "RFB %03d.%03d\n", &cmajor, &cminor); err != nil || cmajor != 3 {
+		return &rfbError{"the viewer does not speak RFB 3"}
+	}
+	switch {
+	case cminor >= 7:
+		// One security type: None.
+		if _, err := cw.Write([]byte{1, 1}); err != nil {
+			return err
+		}
+		choice, err := cr.ReadByte()
+		if err != nil {
+			return fmt.Errorf("read viewer security choice: %w", err)
+		}
+		if choice != 1 {
+			return &rfbError{"the viewer chose a security type that was not offered"}
+		}
+		if cminor >= 8 {
+			if _, err := cw.Write([]byte{0, 0, 0, 0}); err != nil {
+				return err
+			}
+		}
+	default:
+		if _, err := cw.Write([]byte{0, 0, 0, 1}); err != nil {
+			return err
+		}
+	}
+	if _, err := cr.ReadByte(); err != nil { // ClientInit: the shared flag
+		return fmt.Errorf("read viewer init: %w", err)
+	}
+	_, err := sw.Write([]byte{1})
+	return err
+}
+
+// serverSecurity authenticates to the VNC server.
+func serverSecurity(sr *bufio.Reader, sw io.Writer, minor int, password string) error {
+	var chosen byte
+	if minor >= 7 {
+		n, err := sr.ReadByte()
+		if err != nil {
+			return fmt.Errorf("read security types: %w", err)
+		}
+		if n == 0 {
+			return &rfbError{"the desktop refused the connection: " + readReason(sr)}
+		}
+		types := make([]byte, n)
+		if _, err := io.ReadFull(sr, types); err != nil {
+			return fmt.Errorf("read security types: %w", err)
+		}
+		switch {
+		case bytes.IndexByte(types, 2) >= 0 && password != "":
+			chosen = 2
+		case bytes.IndexByte(types, 1) >= 0:
+			chosen = 1
+		case bytes.IndexByte(types, 2) >= 0:
+			return &rfbError{"the desktop asks for a VNC password, but none is recorded for this sandbox"}
+		default:
+			return &rfbError{fmt.Sprintf("the desktop offers no supported security type (%v)", types)}
+		}
+		if _, err := sw.Write([]byte{chosen}); err != nil {
+			return err
+		}
+	} else {
+		var t [4]byte
+		if _, err := io.ReadFull(sr, t[:]); err != nil {
+			return fmt.Errorf("read security type: %w", err)
+		}
+		switch binary.BigEndian.Uint32(t[:]) {
+		case 0:
+			return &rfbError{"the desktop refused the connection: " + readReason(sr)}
+		case 1:
+			chosen = 1
+		case 2:
+			chosen = 2
+		default:
+			return &rfbError{"the desktop asks for an unsupported security type"}
+		}
+	}
+	if chosen == 2 {
+		var challenge [16]byte
+		if _, err := io.ReadFull(sr, challenge[:]); err != nil {
+			return fmt.Errorf("read vnc challenge: %w", err)
+		}
+		if _, err := sw.Write(vncAuthResponse(password, challenge[:])); err != nil {
+			return err
+		}
+	}
+	if chosen == 2 || minor >= 8 {
+		var res [4]byte
+		if _, err := io.ReadFull(sr, res[:]); err != nil {
+			return fmt.Errorf("read security result: %w", err)
+		}
+		if binary.BigEndian.Uint32(res[:]) != 0 {
+			if minor >= 8 {
+				readReason(sr)
+			}
+			return &rfbError{"the desktop refused the sandbox's VNC password"}
+		}
+	}
+	return nil
+}
+
+func readReason(r *bufio.Reader) string {
+	var n [4]byte
+	if _, err := io.ReadFull(r, n[:]); err != nil {
+		return "no reason given"
+	}
+	msg := make([]byte, min(binary.BigEndian.Uint32(n[:]), 1024))
+	if _, err := io.ReadFull(r, msg); err != nil {
+		return "no reason given"
+	}
+	return string(msg)
+}
+
+// vncAuthResponse is classic VNC authentication: the challenge encrypted
+// with DES keyed by the password's first 8 bytes, each byte bit-reversed.
+// DES is what the protocol defines; the channel itself is the WebSocket.
+func vncAuthResponse(password string, challenge []byte) []byte {
+	key := make([]byte, 8)
+	copy(key, password)
+	for i, b := range key {
+		key[i] = bits.Reverse8(b)
+	}
+	c, _ := des.NewCipher(key) // 8-byte key: cannot fail
+	out := make([]byte, 16)
+	c.Encrypt(out[:8], challenge[:8])
+	c.Encrypt(out[8:], challenge[8:16])
+	return out
+}
+
+// Client-to-server RFB message types (RFC 6143 and the registered
+// extensions noVNC sends).
+const (
+	rfbSetPixelFormat   = 0
+	rfbSetEncodings     = 2
+	rfbUpdateRequest    = 3
+	rfbKeyEvent         = 4
+	rfbPointerEvent     = 5
+	rfbClientCutText    = 6
+	rfbContinuousUpdate = 150
+	rfbClientFence      = 248
+	rfbXvp              = 250
+	rfbSetDesktopSize   = 251
+	rfbGII              = 253
+	rfbQEMU             = 255
+)
+
+// filterInput forwards the viewer's messages that only ask for pictures
+// (pixel format, encodings, update requests, fences) and drops those that
+// act on the desktop: keys, pointer, clipboard, resizing, power (xvp),
+// QEMU key events and GII input. An unknown type ends the connection,
+// since its length, and so the next message, cannot be known.
+func filterInput(dst io.Writer, src *bufio.Reader) error {
+	msg := make([]byte, 0, 512)
+	read := func(n int) error {
+		start := len(msg)
+		msg = append(msg, make([]byte, n)...)
+		_, err := io.ReadFull(src, msg[start:])
+		return err
+	}
+	for {
+		t, err := src.ReadByte()
+		if err != nil {
+			return err
+		}
+		msg = append(msg[:0], t)
+		forward := false
+		switch t {
+		case rfbSetPixelFormat:
+			err, forward = read(19), true
+		case rfbSetEncodings:
+			if err = read(3); err == nil {
+				err, forward = read(4*int(binary.BigEndian.Uint16(msg[2:4]))), true
+			}
+		case rfbUpdateRequest:
+			err, forward = read(9), true
+		case rfbContinuousUpdate:
+			err, forward = read(9), true
+		case rfbClientFence:
+			if err = read(8); err == nil {
+				err, forward = read(int(msg[8])), true
+			}
+		case rfbKeyEvent:
+			err = read(7)
+		case rfbPointerEvent:
+			err = read(5)
+		case rfbClientCutText:
+			if err = read(7); err == nil {
+				n := int32(binary.BigEndian.Uint32(msg[4:8]))
+				if n < 0 { // extended clipboard: the length is negated
+					n = -n
+				}
+				_, err = io.CopyN(io.Discard, src, int64(n))
+			}
+		case rfbXvp:
+			err = read(3)
+		case rfbSetDesktopSize:
+			if err = read(6); err == nil {
+				err = read(16 * int(msg[5]))
+			}
+		case rfbQEMU:
+			if err = read(1); err == nil {
+				switch msg[1] {
+				case 0: // extended key event
+					err = read(10)
+				case 1: // audio: operation, and a format for operation 2
+					if err = read(2); err == nil && binary.BigEndian.Uint16(msg[2:4]) == 2 {
+						err = read(6)
+					}
+				default:
+					return &rfbError{fmt.Sprintf("unknown QEMU message %d from a view-only viewer", msg[1])}
+				}
+			}
+		case rfbGII:
+			if err = read(3); err == nil {
+				order := binary.ByteOrder(binary.LittleEndian)
+				if msg[1]&0x80 != 0 {
+					order = binary.BigEndian
+				}
+				_, err = io.CopyN(io.Discard, src, int64(order.Uint16(msg[2:4])))
+			}
+		default:
+			return &rfbError{fmt.Sprintf("unknown message type %d from a view-only viewer", t)}
+		}
+		if err != nil {
+			return err
+		}
+		if forward {
+			if _, err := dst.Write(msg); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// jupyterStart is the state of starting a sandbox's Jupyter server.
+type jupyterStart struct {
+	done    chan struct{}
+	err     error
+	endedAt time.Time
+}
+
+// ensureJupyter starts the sandbox's Jupyter server once, in the background,
+// serving under base (the path the orchestrator proxies). A failed start is
+// tried again by a later request.
+func (s *Server) ensureJupyter(sb *drydock.Sandbox, base string) *jupyterStart {
+	tb := s.toolboxFor(sb)
+	s.live.mu.Lock()
+	defer s.live.mu.Unlock()
+	if st, ok := s.live.jupyter[sb.ID]; ok {
+		select {
+		case <-st.done:
+			if st.err == nil || time.Since(st.endedAt) < 5*time.Second {
+				return st
+			}
+		default:
+			return st
+		}
+	}
+	if len(s.live.jupyter) >= 1024 {
+		for id, st := range s.live.jupyter {
+			select {
+			case <-st.done:
+				delete(s.live.jupyter, id)
+			default:
+			}
+		}
+	}
+	st := &jupyterStart{done: make(chan struct{})}
+	s.live.jupyter[sb.ID] = st
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		st.err = startJupyter(ctx, tb, sb.Token, base)
+		if st.err != nil {
+			s.log.Warn("start jupyter", "sandbox", sb.ID, "err", st.err)
+		}
+		st.endedAt = time.Now()
+		close(st.done)
+	}()
+	return st
+}
+
+// jupyterStartRequest is the body of toolboxd's POST /v1/jupyter/start.
+type jupyterStartRequest struct {
+	BaseURL string `json:"base_url"`
+}
+
+func startJupyter(ctx context.Context, tb *toolbox.Client, token, base string) error {
+	body, _ := json.Marshal(jupyterStartRequest{BaseURL: base})
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, tb.BaseURL()+"/v1/jupyter/start", bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := (&http.Client{Transport: tb.Transport()}).Do(req)
+	if err != nil {
+		return fmt.Errorf("%w: %w", drydock.Errorf(drydock.EUNAVAILABLE, "the job's sandbox does not answer"), err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode < 300 {
+		return nil
+	}
+	var eb toolbox.ErrorBody
+	_ = json.NewDecoder(io.LimitReader(resp.Body, 64<<10)).Decode(&eb)
+	switch {
+	case resp.StatusCode == http.StatusNotFound || resp.StatusCode == http.StatusNotImplemented:
+		return drydock.Errorf(drydock.ENOTIMPLEMENTED, "this sandbox cannot start Jupyter")
+	case eb.Error.Message != "" && resp.StatusCode < 500:
+		return drydock.Errorf(drydock.ECONFLICT, "Jupyter did not start: %s", eb.Error.Message)
+	}
+	return drydock.Errorf(drydock.EUNAVAILABLE, "Jupyter did not start (the sandbox answered %s)", resp.Status)
+}
+
+// handleJupyter proxies the sandbox's Jupyter server, HTTP and WebSockets,
+// under /jobs/{id}/jupyter/, starting it on first use.
+func (s *Server) handleJupyter(w http.ResponseWriter, r *http.Request, a *liveAccess) {
+	sb, err := s.sandboxOf(r.Context(), a.job)
+	if err != nil {
+		s.liveError(w, r, err)
+		return
+	}
+	base := "/jobs/" + a.job.ID + "/jupyter/"
+	st := s.ensureJupyter(sb, base)
+	select {
+	case <-st.done:
+	default:
+		if wantsPage(r) {
+			// Jupyter takes tens of seconds to start; a page that reloads
+			// itself beats a browser tab that seems to hang.
+			h := w.Header()
+			h.Set("Content-Type", "text/html; charset=utf-8")
+			h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'")
+			h.Set("Cache-Control", "no-store")
+			h.Set("Retry-After", "2")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			io.WriteString(w, `<!doctype html><html lang="en"><meta charset="utf-8"><meta http-equiv="refresh" content="2">`+
+				`<title>Starting Jupyter</title><body style="font:16px system-ui,sans-serif;max-width:40em;margin:3em auto;padding:0 1em">`+
+				`<h1>Starting Jupyter…</h1><p role="status">The sandbox is starting its Jupyter server; this page reloads by itself.</p></body></html>`)
+			return
+		}
+		select {
+		case <-st.done:
+		case <-r.Context().Done():
+			return
+		}
+	}
+	if st.err != nil {
+		s.liveError(w, r, st.err)
+		return
+	}
+	if r.Header.Get("Upgrade") != "" {
+		// The proxy closes an upgraded connection when the request's
+		// context ends: tie it to the job's life.
+		ctx, stop := s.untilJobEnds(r.Context(), a.job.ID)
+		defer stop()
+		r = r.WithContext(ctx)
+		gauge := s.live.conns.WithLabelValues("jupyter")
+		gauge.Inc()
+		defer gauge.Dec()
+	}
+	s.jupyterProxy(s.toolboxFor(sb), sb.Token).ServeHTTP(w, r)
+}
+
+func wantsPage(r *http.Request) bool {
+	return r.Method == http.MethodGet && r.Header.Get("Upgrade") == "" && strings.Contains(r.Header.Get("Accept"), "text/html")
+}
+
+// jupyterProxy forwards to toolboxd's /v1/jupyter/proxy/<path>, where path
+// is the request's own path (Jupyter serves under that base URL). The
+// viewer's credentials stay here: the sandbox gets its own token instead.
+func (s *Server) jupyterProxy(tb *toolbox.Client, token string) http.Handler {
+	target, _ := url.Parse(tb.BaseURL())
+	return &httputil.ReverseProxy{
+		Transport:     tb.Transport(),
+		FlushInterval: -1,
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			out := pr.Out
+			out.URL.Scheme, out.URL.Host = target.Scheme, target.Host
+			out.URL.Path = "/v1/jupyter/proxy" + pr.In.URL.Path
+			out.URL.RawPath = ""
+			if ep := pr.In.URL.EscapedPath(); ep != pr.In.URL.Path {
+				out.URL.RawPath = "/v1/jupyter/proxy" + ep
+			}
+			if q := pr.In.URL.Query(); q.Has(linkParam) {
+				q.Del(linkParam)
+				out.URL.RawQuery = q.Encode()
+			}
+			// Jupyter checks a WebSocket's Origin against Host.
+			out.Host = pr.In.Host
+			out.Header.Set("Authorization", "Bearer "+token)
+			out.Header.Del("Cookie")
+			for _, c := range pr.In.Cookies() {
+				if !strings.HasPrefix(c.Name, "drydock_") {
+					out.Header.Add("Cookie", c.String())
+				}
+			}
+		},
+		ModifyResponse: func(resp *http.Response) error {
+			// The sandbox may not set or clear the orchestrator's cookies.
+			cookies := resp.Header.Values("Set-Cookie")
+			resp.Header.Del("Set-Cookie")
+			for _, c := range cookies {
+				if ck, err := http.ParseSetCookie(c); err == nil && !strings.HasPrefix(ck.Name, "drydock_") {
+					resp.Header.Add("Set-Cookie", c)
+				}
+			}
+			return nil
+		},
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			if r.Context().Err() != nil {
+				return
+			}
+			s.log.Warn("jupyter proxy", "path", r.URL.Path, "err", err)
+			s.liveError(w, r, drydock.Errorf(drydock.EUNAVAILABLE, "the job's Jupyter server does not answer"))
+		},
+	}
+}

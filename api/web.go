@@ -1,0 +1,502 @@
+package api
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"html"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/drydockhq/drydock"
+	"github.com/drydockhq/drydock/toolbox"
+	"github.com/drydockhq/drydock/web"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Live views let a browser watch (and, for the owner, steer) a running job:
+// its desktop through noVNC and its Jupyter server. Browsers cannot put an
+// Authorization header on a WebSocket or a page load, so the API hands out
+// short-lived links signed with a server key instead; the API token itself
+// never travels in a URL.
+
+// Scopes of a signed link.
+const (
+	scopeDesktop = "desktop"
+	scopeJupyter = "jupyter"
+)
+
+const (
+	// DefaultLinkTTL is how long a signed link can be used to open a live
+	// view. An open desktop connection outlives it; a new one needs a new
+	// link.
+	DefaultLinkTTL = 5 * time.Minute
+	// jupyterSessionTTL bounds the cookie a Jupyter link leaves behind, since
+	// Jupyter's own pages make requests that cannot carry the link.
+	jupyterSessionTTL = 8 * time.Hour
+	jupyterCookie     = "drydock_jupyter"
+	linkParam         = "t"
+)
+
+// live is the state of the live views.
+type live struct {
+	key     []byte
+	conns   *prometheus.GaugeVec
+	mu      sync.Mutex
+	clients map[string]*toolbox.Client // by sandbox id + token
+	jupyter map[string]*jupyterStart   // by sandbox id
+}
+
+// initLive loads the link key and registers the live views' metrics.
+func (s *Server) initLive(reg prometheus.Registerer) {
+	s.live = &live{
+		clients: map[string]*toolbox.Client{},
+		jupyter: map[string]*jupyterStart{},
+		conns: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "drydock_live_connections", Help: "Open live-view connections through the server, by kind (desktop, jupyter).",
+		}, []string{"kind"}),
+	}
+	reg.MustRegister(s.live.conns)
+	if s.cfg.LinkKeyFile != "" {
+		key, err := LoadLinkKey(s.cfg.LinkKeyFile)
+		if err == nil {
+			s.live.key = key
+			return
+		}
+		s.log.Error("cannot use the link key file; signed links will not survive a restart", "path", s.cfg.LinkKeyFile, "err", err)
+	}
+	s.live.key = make([]byte, 32)
+	_, _ = rand.Read(s.live.key)
+}
+
+func (s *Server) liveRoutes() {
+	authed := func(h http.HandlerFunc) http.Handler { return s.authenticate(h) }
+	page := func(w http.ResponseWriter, r *http.Request) { web.ServePage(w, r, web.IndexPage, s.liveOrigin()) }
+	s.handle("GET /{$}", http.HandlerFunc(page))
+	s.handle("GET /jobs/{id}", http.HandlerFunc(page))
+	s.handle("GET /ui/{path...}", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		web.ServeAsset(w, r, r.PathValue("path"))
+	}))
+	s.handle("GET /v1/jobs/{id}/files/{path...}", authed(s.handleFiles))
+	s.handle("POST /v1/jobs/{id}/desktop/link", authed(s.handleLink(scopeDesktop)))
+	s.handle("POST /v1/jobs/{id}/jupyter/link", authed(s.handleLink(scopeJupyter)))
+	s.handle("GET /jobs/{id}/desktop", s.liveAuth(scopeDesktop, s.handleDesktopPage))
+	s.handle("GET /jobs/{id}/desktop/websockify", s.liveAuth(scopeDesktop, s.handleDesktopProxy))
+	for _, m := range []string{"GET", "POST", "PUT", "PATCH", "DELETE"} {
+		s.handle(m+" /jobs/{id}/jupyter/{path...}", s.liveAuth(scopeJupyter, s.handleJupyter))
+	}
+}
+
+// LoadLinkKey reads the key that signs live-view links from path, creating
+// it (mode 0600) with 256 random bits the first time. Keeping it in the data
+// directory lets links survive a restart.
+func LoadLinkKey(path string) ([]byte, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		if err := createLinkKey(path); err != nil {
+			return nil, err
+		}
+		data, err = os.ReadFile(path)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read link key: %w", err)
+	}
+	key, err := hex.DecodeString(strings.TrimSpace(string(data)))
+	if err != nil || len(key) < 32 {
+		return nil, fmt.Errorf("link key %s is malformed (want 64 hex digits); remove it to make a new one", path)
+	}
+	return key, nil
+}
+
+func createLinkKey(path string) error {
+	key := make([]byte, 32)
+	_, _ = rand.Read(key)
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".link-key-*")
+	if err != nil {
+		return fmt.Errorf("create link key: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	_, err = tmp.WriteString(hex.EncodeToString(key) + "\n")
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("write link key: %w", err)
+	}
+	// A link never replaces a file, so of two first starts at once the
+	// key that landed first wins and both read it back.
+	if err := os.Link(tmp.Name(), path); err != nil && !errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("install link key: %w", err)
+	}
+	return nil
+}
+
+// linkClaims is what a signed link grants: one scope of one job, until
+// Expires, view-only unless Control.
+type linkClaims struct {
+	Job     string `json:"j"`
+	Scope   string `json:"s"`
+	Control bool   `json:"c,omitempty"`
+	Expires int64  `json:"e"`
+}
+
+func (s *Server) linkMAC(payload string) []byte {
+	m := hmac.New(sha256.New, s.live.key)
+	m.Write([]byte("drydock-link-v1\x00"))
+	m.Write([]byte(payload))
+	return m.Sum(nil)
+}
+
+// signLink encodes c as base64url(JSON) "." base64url(HMAC). The payload is
+// readable on purpose: the desktop page learns from it whether it may send
+// input, and nothing in it is secret.
+func (s *Server) signLink(c linkClaims) string {
+	b, _ := json.Marshal(c)
+	payload := base64.RawURLEncoding.EncodeToString(b)
+	return payload + "." + base64.RawURLEncoding.EncodeToString(s.linkMAC(payload))
+}
+
+var errBadLink = drydock.Errorf(drydock.EUNAUTHORIZED, "this link is invalid or has expired; open the job in the web UI (or ask its API for a new link) and try again")
+
+func (s *Server) verifyLink(tok, job, scope string) (*linkClaims, error) {
+	payload, sig, ok := strings.Cut(tok, ".")
+	if !ok {
+		return nil, errBadLink
+	}
+	got, err := base64.RawURLEncoding.DecodeString(sig)
+	if err != nil || !hmac.Equal(got, s.linkMAC(payload)) {
+		return nil, errBadLink
+	}
+	b, err := base64.RawURLEncoding.DecodeString(payload)
+	if err != nil {
+		return nil, errBadLink
+	}
+	var c linkClaims
+	if err := json.Unmarshal(b, &c); err != nil || c.Job != job || c.Scope != scope || time.Now().Unix() >= c.Expires {
+		return nil, errBadLink
+	}
+	return &c, nil
+}
+
+// Link is the answer of POST /v1/jobs/{id}/desktop/link and .../jupyter/link.
+type Link struct {
+	URL string `json:"url"`
+	// WebSocketURL is the desktop's RFB-over-WebSocket endpoint, for noVNC
+	// or any other client.
+	WebSocketURL string    `json:"websocket_url,omitempty"`
+	Control      bool      `json:"control"`
+	ExpiresAt    time.Time `json:"expires_at"`
+}
+
+type linkRequest struct {
+	Control bool `json:"control"`
+}
+
+func (s *Server) handleLink(scope string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		var req linkRequest
+		if r.ContentLength != 0 {
+			if err := s.decodeJSON(w, r, &req, "control"); err != nil {
+				s.writeError(w, r, err)
+				return
+			}
+		}
+		job, err := s.lookup(r)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		if scope == scopeDesktop && job.Profile != drydock.ProfileDesktop {
+			s.writeError(w, r, drydock.Errorf(drydock.ECONFLICT, "job %s runs the %s profile, which has no desktop", job.ID, job.Profile))
+			return
+		}
+		if err := s.canReachSandbox(job); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		ttl := s.cfg.LinkTTL
+		if ttl <= 0 {
+			ttl = DefaultLinkTTL
+		}
+		exp := time.Now().Add(ttl).Truncate(time.Second)
+		c := linkClaims{Job: job.ID, Scope: scope, Control: req.Control && scope == scopeDesktop, Expires: exp.Unix()}
+		tok := url.QueryEscape(s.signLink(c))
+		base := s.liveBase(r) + "/jobs/" + url.PathEscape(job.ID)
+		link := Link{Control: c.Control, ExpiresAt: exp.UTC()}
+		switch scope {
+		case scopeDesktop:
+			link.URL = base + "/desktop?" + linkParam + "=" + tok
+			link.WebSocketURL = wsURL(base) + "/desktop/websockify?" + linkParam + "=" + tok
+		case scopeJupyter:
+			link.URL = base + "/jupyter/?" + linkParam + "=" + tok
+		}
+		w.Header().Set("Cache-Control", "no-store")
+		writeJSON(w, http.StatusOK, link)
+	}
+}
+
+func wsURL(httpURL string) string {
+	if rest, ok := strings.CutPrefix(httpURL, "https://"); ok {
+		return "wss://" + rest
+	}
+	return "ws://" + strings.TrimPrefix(httpURL, "http://")
+}
+
+// liveBase is where live views are served: Config.LiveURL when set (a
+// separate origin keeps what the sandbox serves away from the UI's
+// storage), else the API's own base.
+func (s *Server) liveBase(r *http.Request) string {
+	if s.cfg.LiveURL != "" {
+		return strings.TrimRight(s.cfg.LiveURL, "/")
+	}
+	return s.baseURL(r)
+}
+
+// liveOrigin is the extra origin the UI's pages connect to, if any.
+func (s *Server) liveOrigin() string {
+	if s.cfg.LiveURL == "" {
+		return ""
+	}
+	u, err := url.Parse(s.cfg.LiveURL)
+	if err != nil || u.Host == "" {
+		return ""
+	}
+	return wsURL(u.Scheme+"://"+u.Host) + " " + u.Scheme + "://" + u.Host
+}
+
+// liveAccess is who opened a live view and what they may do.
+type liveAccess struct {
+	job     *drydock.Job
+	control bool
+}
+
+type liveHandler func(w http.ResponseWriter, r *http.Request, a *liveAccess)
+
+// liveAuth admits a request to a job's live view by a signed link (the t
+// query parameter; for Jupyter also the cookie a link left), or like the API
+// by a bearer token of the job's owner or an admin (or development mode).
+// A bearer caller gets control with ?control=1; a link carries its mode.
+func (s *Server) liveAuth(scope string, next liveHandler) http.Handler {
+	viaToken := s.authenticate(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		job, err := s.lookup(r)
+		if err != nil {
+			s.liveError(w, r, err)
+			return
+		}
+		next(w, r, &liveAccess{job: job, control: r.URL.Query().Get("control") == "1"})
+	}))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := r.PathValue("id")
+		tok := r.URL.Query().Get(linkParam)
+		if tok == "" && scope == scopeJupyter && r.Header.Get("Authorization") == "" {
+			// Jupyter's own requests carry the session cookie; a stale one
+			// falls through to the token check (development mode passes).
+			if ck, err := r.Cookie(jupyterCookie); err == nil {
+				if c, err := s.verifyLink(ck.Value, id, scope); err == nil {
+					s.serveLinked(w, r, c, next)
+					return
+				}
+			}
+		}
+		if tok == "" {
+			viaToken.ServeHTTP(w, r)
+			return
+		}
+		c, err := s.verifyLink(tok, id, scope)
+		if err != nil {
+			s.liveError(w, r, err)
+			return
+		}
+		if scope == scopeJupyter {
+			s.startJupyterSession(w, r, c)
+			return
+		}
+		s.serveLinked(w, r, c, next)
+	})
+}
+
+func (s *Server) serveLinked(w http.ResponseWriter, r *http.Request, c *linkClaims, next liveHandler) {
+	job, err := s.store.GetJob(r.Context(), c.Job)
+	if err != nil {
+		s.liveError(w, r, err)
+		return
+	}
+	next(w, r, &liveAccess{job: job, control: c.Control})
+}
+
+// liveError answers a page load with a short HTML page and anything else
+// with the API's JSON error.
+func (s *Server) liveError(w http.ResponseWriter, r *http.Request, err error) {
+	if r.Method != http.MethodGet || !strings.Contains(r.Header.Get("Accept"), "text/html") || r.Header.Get("Upgrade") != "" {
+		s.writeError(w, r, err)
+		return
+	}
+	code := drydock.ErrorCode(err)
+	status, ok := statusOf[code]
+	if !ok {
+		status = http.StatusInternalServerError
+	}
+	if status >= 500 {
+		s.log.Error("live view failed", "path", r.URL.Path, "err", err)
+	}
+	msg := drydock.ErrorMessage(err)
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'")
+	h.Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	fmt.Fprintf(w, `<!doctype html><html lang="en"><meta charset="utf-8"><title>Drydock: %s</title>`+
+		`<body style="font:16px system-ui,sans-serif;max-width:40em;margin:3em auto;padding:0 1em">`+
+		`<h1>%s</h1><p>%s</p><p><a href="/">Drydock jobs</a></p></body></html>`,
+		html.EscapeString(http.StatusText(status)), html.EscapeString(http.StatusText(status)), html.EscapeString(msg))
+}
+
+// startJupyterSession trades a Jupyter link for an HttpOnly cookie scoped to
+// the job's Jupyter path, then sends the browser to the same URL without the
+// link, so that the link is not kept in history nor sent to the sandbox.
+func (s *Server) startJupyterSession(w http.ResponseWriter, r *http.Request, c *linkClaims) {
+	sess := linkClaims{Job: c.Job, Scope: scopeJupyter, Expires: time.Now().Add(jupyterSessionTTL).Unix()}
+	http.SetCookie(w, &http.Cookie{
+		Name:     jupyterCookie,
+		Value:    s.signLink(sess),
+		Path:     "/jobs/" + c.Job + "/jupyter/",
+		MaxAge:   int(jupyterSessionTTL / time.Second),
+		HttpOnly: true,
+		Secure:   r.TLS != nil,
+		SameSite: http.SameSiteStrictMode,
+	})
+	q := r.URL.Query()
+	q.Del(linkParam)
+	u := *r.URL
+	u.RawQuery = q.Encode()
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("Referrer-Policy", "no-referrer")
+	status := http.StatusSeeOther
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		status = http.StatusTemporaryRedirect
+	}
+	http.Redirect(w, r, u.RequestURI(), status)
+}
+
+func (s *Server) handleDesktopPage(w http.ResponseWriter, r *http.Request, a *liveAccess) {
+	if a.job.Profile != drydock.ProfileDesktop {
+		s.liveError(w, r, drydock.Errorf(drydock.ECONFLICT, "job %s runs the %s profile, which has no desktop", a.job.ID, a.job.Profile))
+		return
+	}
+	web.ServePage(w, r, web.DesktopPage)
+}
+
+// canReachSandbox says why a job's sandbox cannot be reached, if it cannot.
+func (s *Server) canReachSandbox(job *drydock.Job) error {
+	switch {
+	case s.cfg.Sandboxes == nil:
+		return drydock.Errorf(drydock.ENOTIMPLEMENTED, "this server was started without access to its sandboxes, so live views are off")
+	case job.Status == drydock.StatusPending:
+		return drydock.Errorf(drydock.ECONFLICT, "job %s has not started yet; live views open once it runs", job.ID)
+	case job.Status.Terminal():
+		return drydock.Errorf(drydock.ECONFLICT, "job %s has ended (%s); its sandbox is gone", job.ID, job.Status)
+	case job.SandboxID == "":
+		return drydock.Errorf(drydock.EUNAVAILABLE, "job %s is still creating its sandbox; try again in a moment", job.ID)
+	}
+	return nil
+}
+
+// sandboxOf finds the running sandbox of a job.
+func (s *Server) sandboxOf(ctx context.Context, job *drydock.Job) (*drydock.Sandbox, error) {
+	if err := s.canReachSandbox(job); err != nil {
+		return nil, err
+	}
+	sb, err := s.cfg.Sandboxes(ctx, job.SandboxID)
+	if drydock.ErrorCode(err) == drydock.ENOTFOUND {
+		return nil, drydock.Errorf(drydock.ECONFLICT, "the sandbox of job %s is gone", job.ID)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("find sandbox %s of job %s: %w", job.SandboxID, job.ID, err)
+	}
+	if sb.State != "" && sb.State != drydock.SandboxRunning {
+		return nil, drydock.Errorf(drydock.EUNAVAILABLE, "the sandbox of job %s is %s", job.ID, sb.State)
+	}
+	return sb, nil
+}
+
+// toolboxFor returns a client of the sandbox's toolboxd, reusing its
+// connection pool across requests.
+func (s *Server) toolboxFor(sb *drydock.Sandbox) *toolbox.Client {
+	key := sb.ID + "\x00" + sb.Endpoint.Network + "\x00" + sb.Endpoint.Address + "\x00" + sb.Token
+	s.live.mu.Lock()
+	defer s.live.mu.Unlock()
+	if c, ok := s.live.clients[key]; ok {
+		return c
+	}
+	if len(s.live.clients) >= 256 {
+		// Sandboxes come and go; rather than track each one's end, start
+		// over now and then. Open streams keep their own connections.
+		for k, c := range s.live.clients {
+			c.Close()
+			delete(s.live.clients, k)
+		}
+	}
+	c := toolbox.New(sb.Endpoint, sb.Token)
+	s.live.clients[key] = c
+	return c
+}
+
+var (
+	errJobEnded = errors.New("the job has ended")
+	errShutdown = errors.New("the server is shutting down")
+)
+
+// untilJobEnds returns a context that ends with parent, when the job reaches
+// a terminal status (cause errJobEnded) or when the server shuts down
+// (errShutdown), so that live connections close with a reason.
+func (s *Server) untilJobEnds(parent context.Context, id string) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancelCause(parent)
+	go func() {
+		poll := time.NewTicker(max(s.cfg.SSEPoll, 100*time.Millisecond) * 4)
+		defer poll.Stop()
+		for {
+			changed := s.store.Changed(id)
+			job, err := s.store.GetJob(ctx, id)
+			switch {
+			case err == nil && job.Status.Terminal():
+				cancel(errJobEnded)
+				return
+			case drydock.ErrorCode(err) == drydock.ENOTFOUND:
+				cancel(errJobEnded)
+				return
+			case err != nil && ctx.Err() == nil:
+				s.log.Debug("live view: read job", "job_id", id, "err", err)
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-s.closing:
+				cancel(errShutdown)
+				return
+			case <-changed:
+			case <-poll.C:
+			}
+		}
+	}()
+	return ctx, func() { cancel(context.Canceled) }
+}
+
+func (s *Server) logLive(kind string, a *liveAccess) *slog.Logger {
+	return s.log.With("live", kind, "job_id", a.job.ID, "control", a.control)
+}

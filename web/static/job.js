@@ -1,0 +1,159 @@
+// A job's page: header with status and actions, the live timeline, the
+// desktop (desktop jobs) and the workspace files.
+import { call, download, followEvents, jobURL, APIError } from './api.js';
+import { h, age, duration, cost, tokens, statusPill, terminal, firstLine } from './util.js';
+import { render } from './timeline.js';
+import { filesPanel } from './files.js';
+import { desktopPanel } from './desktop-view.js';
+
+const REFRESH_MS = 2000;
+
+export function jobPage(root, id, navigate) {
+  document.title = `Drydock: job ${id.slice(0, 8)}`;
+  const ctl = new AbortController();
+  let job = null;
+  let timer = null;
+  let desktop = null;
+  let files = null;
+  let filesWasLive = false;
+
+  const head = h('section', { class: 'job-head', 'aria-labelledby': 'job-h' });
+  const timeline = h('ol', { class: 'timeline', id: 'timeline', 'aria-label': 'Events, oldest first' });
+  const streamState = h('span', { class: 'muted small', role: 'status' });
+  const side = h('div', { class: 'job-side' });
+  const body = h('div', { class: 'job-body' },
+    h('section', { class: 'card timeline-card', 'aria-labelledby': 'timeline-h' },
+      h('div', { class: 'section-head' }, h('h2', { id: 'timeline-h' }, 'Timeline'), streamState), timeline),
+    side);
+  root.append(h('p', {}, h('a', { href: '/' }, '← All jobs')), head, body);
+
+  function fact(label, value, attrs = {}) {
+    return [h('dt', {}, label), h('dd', attrs, value)];
+  }
+
+  function renderHead() {
+    const j = job;
+    const actions = h('div', { class: 'actions' });
+    if (!terminal(j.status)) {
+      actions.append(h('button', { type: 'button', class: 'danger', id: 'cancel', onclick: cancel }, 'Cancel job'));
+    }
+    if (j.download_url) {
+      actions.append(
+        h('button', { type: 'button', id: 'download-zip', onclick: () => download(`${jobURL(id)}/artifact.zip`, `${id}.zip`) }, 'Download .zip'),
+        h('button', { type: 'button', id: 'download-targz', onclick: () => download(`${jobURL(id)}/artifact.tar.gz`, `${id}.tar.gz`) }, 'Download .tar.gz'));
+    }
+    if (j.status === 'running') {
+      actions.append(h('button', { type: 'button', id: 'open-jupyter', onclick: openJupyter }, 'Open Jupyter'));
+    }
+    const outcome = [];
+    if (j.summary) outcome.push(h('div', { class: 'summary card', id: 'summary' }, h('h2', {}, 'Summary'), h('p', { class: 'prose' }, j.summary)));
+    if (j.error) outcome.push(h('div', { class: 'card error-box', role: 'alert' }, h('h2', {}, 'Error'), h('p', {}, j.error)));
+    head.replaceChildren(
+      h('div', { class: 'title-row' }, h('h1', { id: 'job-h' }, firstLine(j.task, 90) || 'Job'), statusPill(j.status)),
+      h('details', { class: 'task-full' }, h('summary', {}, 'Task'), h('pre', { class: 'prose' }, j.task)),
+      h('dl', { class: 'facts' },
+        fact('Job', h('code', {}, j.job_id)),
+        fact('Profile', j.profile),
+        fact('Model', j.model || 'default'),
+        fact('Age', age(j.created_at), { title: new Date(j.created_at).toLocaleString() }),
+        fact('Ran', j.started_at ? duration(j.started_at, j.finished_at) : '—'),
+        fact('Steps', String(j.steps), { id: 'steps' }),
+        fact('Tokens', tokens(j.usage)),
+        fact('Cost', cost(j.usage))),
+      actions, ...outcome);
+  }
+
+  function renderSide() {
+    if (job.profile === 'desktop' && job.status === 'running' && !desktop) {
+      desktop = desktopPanel(id);
+      side.prepend(desktop.el);
+      desktop.start();
+    }
+    if (desktop && terminal(job.status)) desktop.stop('the job has ended');
+    const live = job.status === 'running';
+    if (!files && (live || job.download_url)) {
+      files = filesPanel(id);
+      side.append(files.el);
+      files.refresh();
+      filesWasLive = live;
+    } else if (files && filesWasLive && !live && job.download_url) {
+      // The sandbox is gone; read the archive now.
+      filesWasLive = false;
+      files.refresh();
+    }
+  }
+
+  async function load() {
+    try {
+      job = await call(jobURL(id), { signal: ctl.signal });
+      renderHead();
+      renderSide();
+      if (terminal(job.status) && (job.download_url || job.status !== 'complete')) {
+        clearInterval(timer);
+        timer = null;
+      }
+    } catch (err) {
+      if (ctl.signal.aborted) return;
+      if (err instanceof APIError && err.status === 404) {
+        head.replaceChildren(h('h1', { id: 'job-h' }, 'Job not found'),
+          h('p', {}, `No job ${id} is visible with this token.`));
+        body.hidden = true;
+        clearInterval(timer);
+        ctl.abort();
+      } else {
+        head.replaceChildren(h('h1', { id: 'job-h' }, 'Job'), h('p', { class: 'error' }, err.message));
+      }
+    }
+  }
+
+  async function cancel() {
+    try {
+      job = await call(`${jobURL(id)}/cancel`, { method: 'POST' });
+      renderHead();
+    } catch (err) {
+      streamState.textContent = `Cancel failed: ${err.message}`;
+    }
+  }
+
+  async function openJupyter() {
+    // Open the tab now, while the click still allows a popup, and send it
+    // to the link once the API has signed one.
+    const tab = window.open('about:blank', '_blank');
+    try {
+      const link = await call(`${jobURL(id)}/jupyter/link`, { method: 'POST' });
+      if (tab) {
+        tab.opener = null;
+        tab.location = link.url;
+      }
+    } catch (err) {
+      tab?.close();
+      streamState.textContent = `Jupyter: ${err.message}`;
+    }
+  }
+
+  function onEvent(ev) {
+    const nearBottom = window.innerHeight + window.scrollY >= document.body.scrollHeight - 80;
+    const li = render(ev);
+    if (li) timeline.append(li);
+    if (ev.type === 'status' || ev.type === 'summary' || ev.type === 'artifact') load();
+    if (li && nearBottom && timeline.children.length > 3) li.scrollIntoView({ block: 'end' });
+  }
+
+  load();
+  timer = setInterval(() => { if (!document.hidden) load(); }, REFRESH_MS);
+  followEvents(id, {
+    onEvent,
+    onEnd: () => {
+      streamState.textContent = 'the job has ended';
+      load();
+    },
+    onState: (s, why) => { streamState.textContent = s === 'live' ? 'live' : `${s}${why ? ': ' + why : ''}`; },
+    signal: ctl.signal,
+  }).catch(() => {});
+
+  return () => {
+    ctl.abort();
+    clearInterval(timer);
+    desktop?.stop('');
+  };
+}

@@ -1,0 +1,83 @@
+// Rendering of a job's events as a timeline.
+import { h, bytes } from './util.js';
+
+const LONG = 4000; // characters shown before "show all"
+
+function time(ev) {
+  const d = new Date(ev.time);
+  return h('time', { datetime: ev.time, title: d.toLocaleString() }, d.toLocaleTimeString());
+}
+
+// text shows long text folded: the start, and the rest behind a disclosure.
+function text(s, cls = '') {
+  s = s ?? '';
+  if (s.length <= LONG) return h('pre', { class: cls }, s);
+  return h('div', {},
+    h('pre', { class: cls }, s.slice(0, LONG) + '…'),
+    h('details', {}, h('summary', {}, `show all ${s.length.toLocaleString()} characters`), h('pre', { class: cls }, s)));
+}
+
+// imageSrc accepts the shapes an observation may carry an image in: a data
+// URL, bare base64 (PNG), or {media_type|mime_type, data|base64}.
+function imageSrc(img) {
+  if (typeof img === 'string') return img.startsWith('data:image/') ? img : `data:image/png;base64,${img}`;
+  if (img && typeof img === 'object') {
+    const data = img.data ?? img.base64 ?? img.png;
+    const type = img.media_type ?? img.mime_type ?? 'image/png';
+    if (typeof data === 'string' && /^image\/[a-z0-9.+-]+$/.test(type)) return `data:${type};base64,${data}`;
+    if (typeof img.url === 'string' && img.url.startsWith('data:image/')) return img.url;
+  }
+  return '';
+}
+
+function toolArgs(name, input) {
+  if (input === undefined || input === null) return null;
+  if (typeof input !== 'object') return text(String(input), 'args');
+  const { file_text: fileText, ...rest } = input;
+  const head = name === 'bash' && typeof input.command === 'string' && Object.keys(input).length === 1
+    ? h('pre', { class: 'args cmd' }, '$ ' + input.command)
+    : h('pre', { class: 'args' }, JSON.stringify(rest, null, 2));
+  if (typeof fileText !== 'string') return head;
+  return h('div', {}, head, h('details', {}, h('summary', {}, `file_text (${fileText.split('\n').length} lines)`), text(fileText)));
+}
+
+// render returns the list item of one event, or null for events the
+// timeline does not show (usage: the header sums it up).
+export function render(ev) {
+  const d = ev.data ?? {};
+  const item = (label, ...body) => h('li', { class: `event event-${ev.type}`, dataset: { seq: ev.seq, type: ev.type } },
+    h('div', { class: 'event-head' }, h('span', { class: 'event-label' }, label), time(ev)), ...body);
+  switch (ev.type) {
+    case 'status':
+      return item('status', h('p', {}, `Job is ${d.status}`, d.error ? `: ${d.error}` : ''));
+    case 'log':
+      return item(d.level === 'error' || d.level === 'warn' ? `log (${d.level})` : 'log', h('p', {}, d.message ?? ''));
+    case 'model': {
+      const calls = Array.isArray(d.tool_calls) ? d.tool_calls : [];
+      if (!d.text && !calls.length) return null;
+      return item('model', d.text ? text(d.text, 'prose') : null,
+        calls.length ? h('p', { class: 'muted' }, 'calls: ' + calls.map((c) => c.name).join(', ')) : null);
+    }
+    case 'tool_call':
+      return item('tool call', h('p', {}, h('code', { class: 'tool-name' }, d.name ?? '?')), toolArgs(d.name, d.input));
+    case 'observation': {
+      const imgs = (Array.isArray(d.images) ? d.images : []).map(imageSrc).filter(Boolean);
+      return item(d.is_error ? 'tool error' : 'output',
+        d.output ? text(d.output, d.is_error ? 'error' : '') : null,
+        imgs.map((src, i) => h('img', { class: 'shot', src, alt: `screenshot ${i + 1} from ${d.name ?? 'the tool'}`, loading: 'lazy' })));
+    }
+    case 'error':
+      return item('error', h('p', { class: 'error' }, d.message ?? JSON.stringify(d)));
+    case 'condensation':
+      return item('memory', h('p', {}, 'Older steps were summarized to fit the model\'s context.'),
+        d.summary ? h('details', {}, h('summary', {}, 'summary'), text(d.summary, 'prose')) : null);
+    case 'artifact':
+      return item('archive', h('p', {}, `Workspace archived (${bytes(d.size ?? 0)}${d.files ? `, ${d.files} files` : ''}).`));
+    case 'summary':
+      return item('summary', text(d.summary ?? '', 'prose'));
+    case 'usage':
+      return null;
+    default:
+      return item(ev.type, text(JSON.stringify(d, null, 2)));
+  }
+}
