@@ -315,6 +315,13 @@ func (s *Server) liveAuth(scope string, next liveHandler) http.Handler {
 			}
 		}
 		if tok == "" {
+			if r.Header.Get("Authorization") == "" && !s.cfg.DevMode {
+				// What authenticate would answer, but as a page a person
+				// can read when it is one.
+				w.Header().Set("WWW-Authenticate", `Bearer realm="drydock"`)
+				s.liveError(w, r, drydock.Errorf(drydock.EUNAUTHORIZED, "open this from the job's page in the web UI: it needs a signed link (POST /v1/jobs/%s/%s/link) or an API token", id, scope))
+				return
+			}
 			viaToken.ServeHTTP(w, r)
 			return
 		}
