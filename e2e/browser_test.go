@@ -430,4 +430,3 @@ func firstLineOf(b []byte) string {
 	l, _, _ := strings.Cut(strings.TrimSpace(string(b)), "\n")
 	return l
 }
-
