@@ -6,6 +6,8 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/json"
+	"errors"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -14,11 +16,13 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
 	"github.com/drydockhq/drydock"
 	"github.com/drydockhq/drydock/api"
 	"github.com/drydockhq/drydock/artifact/local"
@@ -435,5 +439,254 @@ func TestJupyterLinkSetsScopedCookie(t *testing.T) {
 	}
 	if diff := cmp.Diff(0, len(jup.requests())); diff != "" {
 		t.Errorf("the sandbox saw the link request: %s", diff)
+	}
+}
+
+// jupyterStandIn is a toolboxd that speaks the Jupyter routes the
+// orchestrator needs (POST /v1/jupyter/start, /v1/jupyter/proxy/...), with
+// an HTTP and WebSocket echo in place of Jupyter.
+type jupyterStandIn struct {
+	sock    string
+	token   string
+	release chan struct{} // closed when start may finish
+	noRoute bool          // answer like a toolboxd without Jupyter support
+	mu      sync.Mutex
+	starts  []string
+	reqs    []jupyterSeen
+}
+
+type jupyterSeen struct {
+	Method, Path, Query, Auth, Cookie, Host, Body string
+}
+
+func startJupyterStandIn(t testing.TB) *jupyterStandIn {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "ddjup")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	j := &jupyterStandIn{sock: filepath.Join(dir, "tb.sock"), token: "tb-jupyter", release: make(chan struct{})}
+	close(j.release)
+	ln, err := net.Listen("unix", j.sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := &http.Server{Handler: j}
+	go hs.Serve(ln)
+	t.Cleanup(func() { hs.Close() })
+	return j
+}
+
+func (j *jupyterStandIn) sandbox(id string) *drydock.Sandbox {
+	return &drydock.Sandbox{ID: id, State: drydock.SandboxRunning, Token: j.token, Endpoint: drydock.Endpoint{Network: "unix", Address: j.sock}}
+}
+
+func (j *jupyterStandIn) requests() []jupyterSeen {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return slices.Clone(j.reqs)
+}
+
+func (j *jupyterStandIn) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Header.Get("Authorization") != "Bearer "+j.token {
+		http.Error(w, `{"error":{"code":"unauthorized","message":"bad token"}}`, 401)
+		return
+	}
+	if j.noRoute {
+		w.WriteHeader(404)
+		io.WriteString(w, `{"error":{"code":"not_found","message":"no route"}}`)
+		return
+	}
+	switch {
+	case r.Method == "POST" && r.URL.Path == "/v1/jupyter/start":
+		var req struct {
+			BaseURL string `json:"base_url"`
+		}
+		json.NewDecoder(r.Body).Decode(&req)
+		<-j.release
+		j.mu.Lock()
+		j.starts = append(j.starts, req.BaseURL)
+		j.mu.Unlock()
+		io.WriteString(w, `{"ready": true}`)
+	case strings.HasPrefix(r.URL.Path, "/v1/jupyter/proxy/"):
+		body, _ := io.ReadAll(r.Body)
+		seen := jupyterSeen{Method: r.Method, Path: strings.TrimPrefix(r.URL.Path, "/v1/jupyter/proxy"), Query: r.URL.RawQuery,
+			Auth: r.Header.Get("Authorization"), Cookie: r.Header.Get("Cookie"), Host: r.Host, Body: string(body)}
+		j.mu.Lock()
+		j.reqs = append(j.reqs, seen)
+		j.mu.Unlock()
+		if r.Header.Get("Upgrade") != "" {
+			c, err := websocket.Accept(w, r, &websocket.AcceptOptions{Subprotocols: []string{"v1.kernel.websocket.jupyter.org"}, InsecureSkipVerify: true})
+			if err != nil {
+				return
+			}
+			defer c.CloseNow()
+			for {
+				typ, msg, err := c.Read(context.Background())
+				if err != nil {
+					return
+				}
+				if err := c.Write(context.Background(), typ, append([]byte("echo:"), msg...)); err != nil {
+					return
+				}
+			}
+		}
+		base, _, _ := strings.Cut(seen.Path, "/jupyter/")
+		http.SetCookie(w, &http.Cookie{Name: "_xsrf", Value: "x", Path: base + "/jupyter/"})
+		http.SetCookie(w, &http.Cookie{Name: "drydock_jupyter", Value: "forged", Path: "/"})
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(seen)
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+func TestJupyterProxy(t *testing.T) {
+	t.Parallel()
+	b := setupLive(t, false, nil)
+	jup := startJupyterStandIn(t)
+	jup.release = make(chan struct{})
+	j := b.runningJob(t, b.alice, `{"task": "x"}`, jup.sandbox("sb-jup"))
+	base := "/jobs/" + j.ID + "/jupyter/"
+
+	jar, _ := cookiejar.New(nil)
+	hc := &http.Client{Jar: jar}
+	get := func(path, accept string) (*http.Response, []byte) {
+		req, _ := http.NewRequest("GET", b.url+path, nil)
+		if accept != "" {
+			req.Header.Set("Accept", accept)
+		}
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		data, _ := io.ReadAll(resp.Body)
+		return resp, data
+	}
+	// Opening the link while Jupyter starts shows a page that reloads.
+	l := b.link(t, b.alice, j.ID, "jupyter", false)
+	resp, data := get(strings.TrimPrefix(l.URL, b.url), "text/html")
+	if resp.StatusCode != 503 || !bytes.Contains(data, []byte("Starting Jupyter")) || resp.Request.URL.Query().Has("t") {
+		t.Fatalf("while starting: %d %s (url %s)", resp.StatusCode, data, resp.Request.URL)
+	}
+	close(jup.release)
+	// An API request waits for the start instead.
+	resp, data = get(base+"api/status?x=1", "application/json")
+	if resp.StatusCode != 200 {
+		t.Fatalf("proxied: %d %s", resp.StatusCode, data)
+	}
+	var seen jupyterSeen
+	json.Unmarshal(data, &seen)
+	u, _ := url.Parse(b.url)
+	want := jupyterSeen{Method: "GET", Path: base + "api/status", Query: "x=1", Auth: "Bearer tb-jupyter", Host: u.Host}
+	if diff := cmp.Diff(want, seen); diff != "" {
+		t.Errorf("what the sandbox saw (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{base}, jup.starts); diff != "" {
+		t.Errorf("starts (-want +got):\n%s", diff)
+	}
+	// The sandbox's cookies pass, but it cannot forge the orchestrator's.
+	cookies := jar.Cookies(&url.URL{Scheme: "http", Host: u.Host, Path: base})
+	var names []string
+	for _, c := range cookies {
+		names = append(names, c.Name+"="+c.Value)
+	}
+	if slices.Contains(names, "drydock_jupyter=forged") || !slices.Contains(names, "_xsrf=x") {
+		t.Errorf("cookies after the proxy: %v", names)
+	}
+	// The browser's cookies reach Jupyter without the orchestrator's own.
+	resp, data = get(base+"api/contents", "")
+	json.Unmarshal(data, &seen)
+	if resp.StatusCode != 200 || strings.Contains(seen.Cookie, "drydock") || !strings.Contains(seen.Cookie, "_xsrf=x") {
+		t.Errorf("cookies forwarded: %d %q", resp.StatusCode, seen.Cookie)
+	}
+	// A POST with a body passes as it is.
+	req, _ := http.NewRequest("POST", b.url+base+"api/sessions", strings.NewReader(`{"kernel":{}}`))
+	req.Header.Set("Authorization", "Bearer "+b.alice)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	json.NewDecoder(resp.Body).Decode(&seen)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || seen.Body != `{"kernel":{}}` || seen.Auth != "Bearer tb-jupyter" {
+		t.Errorf("post: %d %+v", resp.StatusCode, seen)
+	}
+	for _, r := range jup.requests() {
+		if strings.Contains(r.Auth+r.Cookie+r.Query, b.alice) || strings.Contains(r.Query, "t=") {
+			t.Errorf("the sandbox saw the viewer's credentials: %+v", r)
+		}
+	}
+
+	// The kernel WebSocket, with Jupyter's subprotocol, through the cookie.
+	var cookieHdr []string
+	for _, c := range jar.Cookies(&url.URL{Scheme: "http", Host: u.Host, Path: base}) {
+		cookieHdr = append(cookieHdr, c.Name+"="+c.Value)
+	}
+	ws, _, err := websocket.Dial(t.Context(), "ws://"+u.Host+base+"api/kernels/k1/channels", &websocket.DialOptions{
+		Subprotocols: []string{"v1.kernel.websocket.jupyter.org"}, HTTPHeader: http.Header{"Cookie": {strings.Join(cookieHdr, "; ")}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.CloseNow()
+	if ws.Subprotocol() != "v1.kernel.websocket.jupyter.org" {
+		t.Errorf("subprotocol %q", ws.Subprotocol())
+	}
+	ws.Write(t.Context(), websocket.MessageText, []byte("hello"))
+	if _, msg, err := ws.Read(t.Context()); err != nil || string(msg) != "echo:hello" {
+		t.Fatalf("echo: %q %v", msg, err)
+	}
+	// The job ends: the proxied WebSocket closes.
+	b.finish(t, j.ID, drydock.StatusComplete, nil)
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Second)
+	defer cancel()
+	if _, _, err := ws.Read(ctx); err == nil || errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		t.Errorf("websocket still open after the job ended: %v", err)
+	}
+	// And the job's Jupyter is gone for new requests.
+	if resp, _ := get(base, ""); resp.StatusCode != 409 {
+		t.Errorf("after the end: %d", resp.StatusCode)
+	}
+}
+
+func TestJupyterProxyAccess(t *testing.T) {
+	t.Parallel()
+	b := setupLive(t, false, nil)
+	jup := startJupyterStandIn(t)
+	j := b.runningJob(t, b.alice, `{"task": "x"}`, jup.sandbox("sb-jacc"))
+	base := "/jobs/" + j.ID + "/jupyter/"
+	for _, c := range []struct {
+		token string
+		want  int
+	}{{"", 401}, {b.bob, 404}, {b.alice, 200}, {b.admin, 200}} {
+		if resp, data := b.get(t, base+"api", c.token); resp.StatusCode != c.want {
+			t.Errorf("token %q: %d %s, want %d", c.token, resp.StatusCode, data, c.want)
+		}
+	}
+	// A forged session cookie is refused.
+	req, _ := http.NewRequest("GET", b.url+base+"api", nil)
+	req.AddCookie(&http.Cookie{Name: "drydock_jupyter", Value: "forged.cookie"})
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 401 {
+		t.Errorf("forged cookie: %d", resp.StatusCode)
+	}
+}
+
+func TestJupyterProxyWithoutToolboxSupport(t *testing.T) {
+	t.Parallel()
+	b := setupLive(t, false, nil)
+	jup := startJupyterStandIn(t)
+	jup.noRoute = true
+	j := b.runningJob(t, b.alice, `{"task": "x"}`, jup.sandbox("sb-noroute"))
+	resp, data := b.get(t, "/jobs/"+j.ID+"/jupyter/api", b.alice)
+	if resp.StatusCode != 501 || errorCode(t, data) != drydock.ENOTIMPLEMENTED {
+		t.Errorf("no jupyter in toolboxd: %d %s", resp.StatusCode, data)
 	}
 }
