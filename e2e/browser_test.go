@@ -9,6 +9,10 @@ import (
 	"fmt"
 	"image/png"
 	"io"
+	mrand "math/rand/v2"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,6 +24,14 @@ import (
 	"github.com/chromedp/cdproto/browser"
 	"github.com/chromedp/chromedp"
 	"github.com/drydockhq/drydock"
+	"github.com/drydockhq/drydock/api"
+	artifactlocal "github.com/drydockhq/drydock/artifact/local"
+	"github.com/drydockhq/drydock/desktop"
+	"github.com/drydockhq/drydock/store/sqlite"
+	"github.com/drydockhq/drydock/toolbox"
+	tbserver "github.com/drydockhq/drydock/toolbox/server"
+	"github.com/drydockhq/drydock/watch"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // requireChromium returns Debian's chromium (or DRYDOCK_TEST_CHROMIUM), or
@@ -429,4 +441,185 @@ func colours(t *testing.T, data []byte) int {
 func firstLineOf(b []byte) string {
 	l, _, _ := strings.Cut(strings.TrimSpace(string(b)), "\n")
 	return l
+}
+
+// desktopAdapter puts package desktop behind toolboxd's VNC route.
+type desktopAdapter struct{ d *desktop.Desktop }
+
+func (a desktopAdapter) Components(context.Context) []toolbox.Component {
+	var cs []toolbox.Component
+	for name, ok := range a.d.Ready() {
+		cs = append(cs, toolbox.Component{Name: name, Ready: ok})
+	}
+	return cs
+}
+
+func (a desktopAdapter) Screenshot(context.Context) (*toolbox.Screenshot, error) {
+	return nil, drydock.Errorf(drydock.ENOTIMPLEMENTED, "not used here")
+}
+
+func (a desktopAdapter) Do(context.Context, toolbox.DesktopAction) (*toolbox.DesktopResult, error) {
+	return nil, drydock.Errorf(drydock.ENOTIMPLEMENTED, "not used here")
+}
+
+func (a desktopAdapter) ServeVNC(w http.ResponseWriter, r *http.Request) {
+	a.d.VNCHandler().ServeHTTP(w, r)
+}
+
+// The job page's live desktop in a real browser, through the proxy, from a
+// real Xvfb + fluxbox + x11vnc with a VNC password, without Docker: the API
+// server runs in this process (the local runtime has no desktop) with the
+// desktop behind a real toolboxd. The canvas shows the screen and the
+// window opened on it; clicks reach the desktop only after "Take control".
+func TestBrowserDesktopX11(t *testing.T) {
+	t.Parallel()
+	for _, bin := range []string{"Xvfb", "x11vnc", "fluxbox", "xdotool", "xmessage"} {
+		if _, err := exec.LookPath(bin); err != nil {
+			t.Skipf("%s is not installed (scripts/testenv/sandbox-tools.sh installs the desktop tools)", bin)
+		}
+	}
+	ctx := newBrowser(t)
+	display := 0
+	for range 100 {
+		n := 300 + mrand.IntN(20000)
+		_, errLock := os.Stat(fmt.Sprintf("/tmp/.X%d-lock", n))
+		_, errSock := os.Stat(fmt.Sprintf("/tmp/.X11-unix/X%d", n))
+		if os.IsNotExist(errLock) && os.IsNotExist(errSock) {
+			display = n
+			break
+		}
+	}
+	sockDir, err := os.MkdirTemp("", "dde2e")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(sockDir) })
+	const password = "pw-e2e-1"
+	d := desktop.New(desktop.Config{Display: display, Width: 1024, Height: 640, VNCPassword: password,
+		VNCSocket: filepath.Join(sockDir, "vnc.sock"), RuntimeDir: t.TempDir(), Env: []string{"HOME=" + t.TempDir()}}, nil)
+	if err := d.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	wctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	if err := d.WaitReady(wctx); err != nil {
+		t.Fatal(err)
+	}
+	win := exec.Command("xmessage", "-display", d.Display(), "-center", "Hello from the sandbox: this window was opened on its desktop.")
+	if err := win.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { win.Process.Kill(); win.Wait() })
+
+	// toolboxd with the desktop, and the API server that reaches it.
+	tb := tbserver.New(tbserver.Config{Workspace: t.TempDir(), Token: "tb-token", Desktop: desktopAdapter{d},
+		StateDir: filepath.Join(sockDir, "state"), Profile: drydock.ProfileDesktop}, nil)
+	ln, err := net.Listen("unix", filepath.Join(sockDir, "tb.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ths := &http.Server{Handler: tb}
+	go ths.Serve(ln)
+	t.Cleanup(func() { ths.Close(); tb.Close() })
+	sb := &drydock.Sandbox{ID: "sb-e2e-x11", State: drydock.SandboxRunning, Token: "tb-token", VNCPassword: password,
+		Endpoint: drydock.Endpoint{Network: "unix", Address: filepath.Join(sockDir, "tb.sock")}}
+	st, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	arts, err := artifactlocal.New(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws := watch.Wrap(st)
+	srv := api.New(api.Config{DevMode: true, SSEPoll: 100 * time.Millisecond,
+		Sandboxes: func(ctx context.Context, id string) (*drydock.Sandbox, error) {
+			if id != sb.ID {
+				return nil, drydock.Errorf(drydock.ENOTFOUND, "no sandbox %s", id)
+			}
+			return sb, nil
+		}}, ws, nopQueue{}, arts, prometheus.NewRegistry(), nil)
+	hs := httptest.NewServer(srv)
+	t.Cleanup(hs.Close)
+	job := &drydock.Job{ID: "0193e2e0-0000-7000-8000-00000000d5c1", Status: drydock.StatusPending, CreatedAt: time.Now().UTC(),
+		OwnerID: api.LocalPrincipal.ID, JobSpec: drydock.JobSpec{Task: "Open a window on the desktop", Profile: drydock.ProfileDesktop}}
+	if err := ws.CreateJob(t.Context(), job); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ws.ClaimJob(t.Context(), "e2e", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if err := ws.UpdateProgress(t.Context(), job.ID, "e2e", drydock.JobProgress{Steps: 1, SandboxID: &sb.ID}); err != nil {
+		t.Fatal(err)
+	}
+
+	within(t, ctx, 15*time.Second, chromedp.Navigate(hs.URL+"/jobs/"+job.ID))
+	waitJS(t, ctx, 30*time.Second, `document.querySelector("#desktop-screen canvas") && document.querySelector(".desktop .pill")?.textContent == "connected"`)
+	// The canvas shows the screen: many colours, once the first update is in.
+	waitJS(t, ctx, 30*time.Second, `(() => {
+		const c = document.querySelector("#desktop-screen canvas");
+		if (!c || c.width != 1024 || c.height != 640) return false;
+		const d = c.getContext("2d").getImageData(0, 0, c.width, c.height).data;
+		const seen = new Set();
+		for (let i = 0; i < d.length; i += 4 * 31) seen.add(d[i] << 16 | d[i + 1] << 8 | d[i + 2]);
+		return seen.size > 3;
+	})()`)
+	shot, err := chromedp.Run(ctx, chromedp.Screenshot(chromedp.CSS("#desktop-screen")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := colours(t, shot); n < 4 {
+		t.Errorf("the desktop as the page shows it has %d colours", n)
+	}
+	saveScreenshot(t, ctx, "ui-desktop.png")
+
+	// Clicking the canvas at a screen point: where does the real cursor go?
+	clickAt := func(x, y int) {
+		t.Helper()
+		pt := eval[[]float64](t, ctx, fmt.Sprintf(`(() => {
+			const c = document.querySelector("#desktop-screen canvas"), r = c.getBoundingClientRect();
+			return [r.left + %d * r.width / c.width, r.top + %d * r.height / c.height];
+		})()`, x, y))
+		within(t, ctx, 5*time.Second, chromedp.MouseClickXY(pt[0], pt[1]))
+		time.Sleep(500 * time.Millisecond)
+	}
+	cursor := func() desktop.Point {
+		res, err := d.Do(wctx, desktop.Action{Action: desktop.ActionCursorPosition})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return *res.Cursor
+	}
+	near := func(p desktop.Point, x, y int) bool { return abs(p.X-x) <= 3 && abs(p.Y-y) <= 3 }
+	clickAt(200, 150)
+	if p := cursor(); near(p, 200, 150) {
+		t.Errorf("a view-only click moved the desktop's cursor to %v", p)
+	}
+	within(t, ctx, 5*time.Second, chromedp.Click(chromedp.CSS(`.desktop button[aria-pressed]`)))
+	waitJS(t, ctx, 20*time.Second, `document.querySelector(".desktop button[aria-pressed]").getAttribute("aria-pressed") == "true" && document.querySelector(".desktop .pill")?.textContent == "connected"`)
+	time.Sleep(500 * time.Millisecond)
+	clickAt(300, 250)
+	if p := cursor(); !near(p, 300, 250) {
+		t.Errorf("with control, a click at 300,250 left the cursor at %v", p)
+	}
+
+	// The job ends: the desktop closes in the page.
+	if err := ws.FinishJob(t.Context(), job.ID, "e2e", drydock.JobResult{Status: drydock.StatusComplete}); err != nil {
+		t.Fatal(err)
+	}
+	waitJS(t, ctx, 20*time.Second, `document.querySelector(".desktop .pill")?.textContent.startsWith("ended")`)
+}
+
+type nopQueue struct{}
+
+func (nopQueue) Notify()       {}
+func (nopQueue) Cancel(string) {}
+
+func abs(n int) int {
+	if n < 0 {
+		return -n
+	}
+	return n
 }
