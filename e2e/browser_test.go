@@ -374,7 +374,7 @@ func TestBrowserDesktop(t *testing.T) {
 		image = "drydock-sandbox:desktop"
 	}
 	if out, err := exec.Command("docker", "-H", host, "image", "inspect", image).CombinedOutput(); err != nil {
-		t.Skipf("no %s image on %s (drydock image build --profile desktop makes it): %s", image, host, firstLineOf(out))
+		t.Skipf("cannot use image %s on %s (is the engine up? drydock image build --profile desktop makes the image): %s", image, host, strings.Join(strings.Fields(string(out)), " "))
 	}
 	ctx := newBrowser(t)
 	s := newServer(t, "--node-id", "e2e-browser-desktop")
@@ -438,10 +438,6 @@ func colours(t *testing.T, data []byte) int {
 	return len(seen)
 }
 
-func firstLineOf(b []byte) string {
-	l, _, _ := strings.Cut(strings.TrimSpace(string(b)), "\n")
-	return l
-}
 
 // desktopAdapter puts package desktop behind toolboxd's VNC route.
 type desktopAdapter struct{ d *desktop.Desktop }
