@@ -438,7 +438,6 @@ func colours(t *testing.T, data []byte) int {
 	return len(seen)
 }
 
-
 // desktopAdapter puts package desktop behind toolboxd's VNC route.
 type desktopAdapter struct{ d *desktop.Desktop }
 
