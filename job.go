@@ -80,8 +80,13 @@ func (s *JobSpec) Validate() error {
 	if len(s.Task) > MaxTaskBytes {
 		return Errorf(ETOOLARGE, "task is %d bytes; the limit is %d", len(s.Task), MaxTaskBytes)
 	}
-	if !utf8.ValidString(s.Task) {
-		return Errorf(EINVALID, "task must be valid UTF-8")
+	// NUL bytes and invalid UTF-8 cannot be stored in Postgres text; refuse
+	// them here so that every store behaves the same.
+	if !utf8.ValidString(s.Task) || strings.ContainsRune(s.Task, 0) {
+		return Errorf(EINVALID, "task must be valid UTF-8 text without NUL bytes")
+	}
+	if !utf8.ValidString(s.Model) || strings.ContainsRune(s.Model, 0) {
+		return Errorf(EINVALID, "model must be valid UTF-8 text without NUL bytes")
 	}
 	if len(s.Model) > MaxModelLen {
 		return Errorf(EINVALID, "model name is longer than %d characters", MaxModelLen)
@@ -107,6 +112,9 @@ func (s *JobSpec) Validate() error {
 		}
 		if len(v) > MaxMetadataValLen {
 			return Errorf(EINVALID, "metadata value for %q is longer than %d characters", k, MaxMetadataValLen)
+		}
+		if !utf8.ValidString(k) || !utf8.ValidString(v) || strings.ContainsRune(k, 0) || strings.ContainsRune(v, 0) {
+			return Errorf(EINVALID, "metadata keys and values must be valid UTF-8 text without NUL bytes")
 		}
 	}
 	return nil

@@ -17,15 +17,17 @@ fi
 
 cleanup() {
 	set +e
+	scripts/testenv/postgres-down.sh >/dev/null 2>&1
 	scripts/testenv/podman-down.sh >/dev/null 2>&1
 	scripts/testenv/docker-down.sh >/dev/null 2>&1
 }
 trap cleanup EXIT
 
-log "starting private dockerd and Podman API service"
+log "starting private dockerd, Podman API service and PostgreSQL"
 eval "$(scripts/testenv/docker-up.sh | grep '^DRYDOCK_TEST_')"
 eval "$(scripts/testenv/podman-up.sh | grep '^DRYDOCK_TEST_')"
-export DRYDOCK_TEST_DOCKER_HOST DRYDOCK_TEST_PODMAN_HOST
+eval "$(scripts/testenv/postgres-up.sh | grep '^DRYDOCK_TEST_')"
+export DRYDOCK_TEST_DOCKER_HOST DRYDOCK_TEST_PODMAN_HOST DRYDOCK_TEST_POSTGRES_DSN
 
 log "lint"
 test -z "$(gofmt -l .)" || { gofmt -l .; echo "gofmt needed" >&2; exit 1; }
