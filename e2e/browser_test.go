@@ -162,6 +162,7 @@ func TestBrowserJobFlow(t *testing.T) {
 		chromedp.Click(chromedp.CSS(`button.tree-file[data-path="notes/step-002.md"]`)),
 	)
 	waitJS(t, ctx, 10*time.Second, `document.querySelector(".file-text")?.textContent.includes("# Step 2")`)
+	eval[any](t, ctx, "window.scrollTo(0, 0)")
 	saveScreenshot(t, ctx, "ui-job.png")
 
 	// The download button hands over the real archive.
