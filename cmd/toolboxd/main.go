@@ -9,6 +9,9 @@
 //	-workspace   TOOLBOXD_WORKSPACE   the directory every file path is confined to
 //	-profile     TOOLBOXD_PROFILE     headless or desktop
 //	-log-level   TOOLBOXD_LOG_LEVEL   debug, info, warn or error
+//	-services    TOOLBOXD_SERVICES    auto (code kernel; plus the desktop in the desktop profile) or none
+//
+// TOOLBOXD_VNC_PASSWORD protects the desktop's VNC server.
 //
 // The token is removed from the environment before anything is started, and
 // no TOOLBOXD_ variable reaches the sandbox's shells and processes. Logs are
@@ -49,6 +52,8 @@ const (
 	envWorkspace  = "TOOLBOXD_WORKSPACE"
 	envProfile    = "TOOLBOXD_PROFILE"
 	envLogLevel   = "TOOLBOXD_LOG_LEVEL"
+	envVNCPass    = "TOOLBOXD_VNC_PASSWORD"
+	envServices   = "TOOLBOXD_SERVICES"
 )
 
 // shutdownGrace bounds how long requests in flight (a long command) may
@@ -59,7 +64,7 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	secrets := map[string]string{}
-	for _, k := range []string{envToken, envTokenAlias} {
+	for _, k := range []string{envToken, envTokenAlias, envVNCPass} {
 		secrets[k] = os.Getenv(k)
 		os.Unsetenv(k)
 	}
@@ -90,6 +95,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	workspace := fl.String("workspace", envOr(envWorkspace, "/workspace"), "directory every file path is confined to")
 	profile := fl.String("profile", envOr(envProfile, string(drydock.ProfileHeadless)), "headless or desktop")
 	logLevel := fl.String("log-level", envOr(envLogLevel, "info"), "debug, info, warn or error")
+	withServices := fl.String("services", envOr(envServices, "auto"), "auto: start the code kernel (and the desktop in the desktop profile); none: files and shell only")
 	showVersion := fl.Bool("version", false, "print the version and exit")
 	if err := fl.Parse(args); err != nil {
 		return err
@@ -117,12 +123,26 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	}
 	defer cleanup()
 
-	srv := server.New(server.Config{
+	cfg := server.Config{
 		Workspace: *workspace,
 		Token:     token,
 		Profile:   drydock.Profile(*profile),
 		Version:   version,
-	}, logger)
+	}
+	switch *withServices {
+	case "none":
+	case "auto":
+		dsvc, d, k := services(ctx, drydock.Profile(*profile), *workspace, getenv(envVNCPass), logger)
+		defer k.Close()
+		cfg.Code = codeService{k}
+		if d != nil {
+			defer d.Close()
+			cfg.Desktop = dsvc
+		}
+	default:
+		return fmt.Errorf("-services must be auto or none")
+	}
+	srv := server.New(cfg, logger)
 	defer srv.Close()
 	hs := &http.Server{
 		Handler:           srv,
