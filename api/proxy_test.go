@@ -397,6 +397,39 @@ func TestDesktopProxyBearerAndOrigin(t *testing.T) {
 	}
 }
 
+// Live links can point at another origin of the same server; the UI's own
+// origin may still open the desktop there, and no other.
+func TestDesktopOnLiveOrigin(t *testing.T) {
+	t.Parallel()
+	b := setupLive(t, false, func(c *api.Config) {
+		c.PublicURL, c.LiveURL = "http://ui.test", "http://live.test:1234/"
+	})
+	vnc := &fakeVNC{w: 8, h: 8}
+	_, l := desktopJob(t, b, vnc, "sb-liveorigin", false)
+	if !strings.HasPrefix(l.URL, "http://live.test:1234/jobs/") || !strings.HasPrefix(l.WebSocketURL, "ws://live.test:1234/jobs/") {
+		t.Fatalf("link %+v", l)
+	}
+	resp, _ := b.get(t, "/", "")
+	if csp := resp.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "connect-src 'self' ws://live.test:1234 http://live.test:1234;") {
+		t.Errorf("the UI may not connect to the live origin: %q", csp)
+	}
+	ws := "ws" + strings.TrimPrefix(b.url, "http") + strings.TrimPrefix(l.WebSocketURL, "ws://live.test:1234")
+	dial := func(origin string) error {
+		c, _, err := websocket.Dial(t.Context(), ws, &websocket.DialOptions{Host: "live.test:1234", Subprotocols: []string{"binary"},
+			HTTPHeader: http.Header{"Origin": {origin}}})
+		if err == nil {
+			c.CloseNow()
+		}
+		return err
+	}
+	if err := dial("http://ui.test"); err != nil {
+		t.Errorf("from the UI's origin: %v", err)
+	}
+	if err := dial("http://evil.test"); err == nil {
+		t.Error("a foreign origin opened the desktop on the live origin")
+	}
+}
+
 func TestDesktopProxyWrongPassword(t *testing.T) {
 	t.Parallel()
 	b := setupLive(t, false, nil)

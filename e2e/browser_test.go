@@ -5,8 +5,10 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"image"
 	"image/png"
 	"io"
 	mrand "math/rand/v2"
@@ -551,7 +553,50 @@ func TestBrowserDesktopX11(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// Events of every kind the timeline draws, as the LLM agent writes them.
+	var pngBuf bytes.Buffer
+	img := image.NewRGBA(image.Rect(0, 0, 40, 24))
+	for i := range img.Pix {
+		img.Pix[i] = byte(i * 7)
+	}
+	png.Encode(&pngBuf, img)
+	for _, e := range []struct {
+		typ  drydock.EventType
+		data any
+	}{
+		{drydock.EventModel, map[string]any{"text": "I will open a window and look at it."}},
+		{drydock.EventToolCall, map[string]any{"id": "c1", "name": "bash", "input": map[string]any{"command": "xmessage hello &"}}},
+		{drydock.EventObservation, map[string]any{"id": "c1", "name": "bash", "output": "started"}},
+		{drydock.EventToolCall, map[string]any{"id": "c2", "name": "computer", "input": map[string]any{"action": "screenshot"}}},
+		{drydock.EventObservation, map[string]any{"id": "c2", "name": "computer", "output": "", "images": []any{
+			map[string]any{"media_type": "image/png", "data": base64.StdEncoding.EncodeToString(pngBuf.Bytes())}}}},
+		{drydock.EventError, map[string]any{"message": "the model's reply was cut short"}},
+		{drydock.EventCondensation, map[string]any{"summary": "Steps 1 to 40 set up the project."}},
+	} {
+		if err := ws.AppendEvent(t.Context(), drydock.NewEvent(job.ID, e.typ, e.data)); err != nil {
+			t.Fatal(err)
+		}
+	}
+
 	within(t, ctx, 15*time.Second, chromedp.Navigate(hs.URL+"/jobs/"+job.ID))
+	waitJS(t, ctx, 15*time.Second, `document.querySelector("#timeline .event-condensation")`)
+	tl := eval[map[string]any](t, ctx, `(() => {
+		const q = (s) => document.querySelector("#timeline " + s);
+		const img = q(".event-observation img.shot");
+		return {
+			model: q(".event-model")?.innerText ?? "",
+			bash: q(".event-tool_call pre.cmd")?.innerText ?? "",
+			image: img ? img.naturalWidth + "x" + img.naturalHeight : "",
+			error: q(".event-error")?.innerText ?? "",
+			memory: q(".event-condensation")?.innerText ?? "",
+		};
+	})()`)
+	for k, want := range map[string]string{"model": "I will open a window", "bash": "$ xmessage hello &", "image": "40x24",
+		"error": "cut short", "memory": "summarized"} {
+		if got, _ := tl[k].(string); !strings.Contains(got, want) {
+			t.Errorf("timeline %s: %q, want %q", k, got, want)
+		}
+	}
 	waitJS(t, ctx, 30*time.Second, `document.querySelector("#desktop-screen canvas") && document.querySelector(".desktop .pill")?.textContent == "connected"`)
 	// The canvas shows the screen: many colours, once the first update is in.
 	waitJS(t, ctx, 30*time.Second, `(() => {
