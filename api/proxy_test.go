@@ -444,6 +444,8 @@ func TestDesktopProxyWrongPassword(t *testing.T) {
 	if websocket.CloseStatus(err) != websocket.StatusInternalError || !strings.Contains(err.Error(), "refused the sandbox's VNC password") {
 		t.Errorf("close: %v", err)
 	}
+	vnc.mu.Lock()
+	defer vnc.mu.Unlock()
 	if vnc.authFail != 1 {
 		t.Errorf("auth failures %d", vnc.authFail)
 	}
