@@ -155,7 +155,7 @@ func TestGracefulShutdownLeavesJobsRecoverable(t *testing.T) {
 func TestRefusesPublicListenWithoutTokens(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	out, err := exec.Command(binary, "server", "--listen", "0.0.0.0:0", "--data-dir", dir, "--runtime", "local").CombinedOutput()
+	out, err := exec.Command(binary, "server", "--listen", "0.0.0.0:0", "--data-dir", dir, "--runtime", "local", "--agent", "fake").CombinedOutput()
 	if err == nil {
 		t.Fatalf("server started on 0.0.0.0 without tokens:\n%s", out)
 	}

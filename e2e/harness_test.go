@@ -49,6 +49,7 @@ type server struct {
 	dataDir string
 	addr    string
 	args    []string
+	env     []string // added to the environment
 	cmd     *exec.Cmd
 	logs    *syncBuffer
 	done    chan error
@@ -85,7 +86,7 @@ func freeAddr(t *testing.T) string {
 func newServer(t *testing.T, extra ...string) *server {
 	t.Helper()
 	s := &server{t: t, dataDir: t.TempDir(), addr: freeAddr(t)}
-	s.args = append([]string{"server", "--listen", s.addr, "--data-dir", s.dataDir, "--runtime", "local", "--lease-ttl", "3s", "--log-level", "info"}, extra...)
+	s.args = append([]string{"server", "--listen", s.addr, "--data-dir", s.dataDir, "--runtime", "local", "--agent", "fake", "--lease-ttl", "3s", "--log-level", "info"}, extra...)
 	return s
 }
 
@@ -97,7 +98,7 @@ func (s *server) start() {
 	s.logs = &syncBuffer{}
 	s.cmd = exec.Command(binary, s.args...)
 	s.cmd.Stdout, s.cmd.Stderr = s.logs, s.logs
-	s.cmd.Env = append(os.Environ(), "DRYDOCK_TOKEN=", "DRYDOCK_URL=")
+	s.cmd.Env = append(append(os.Environ(), "DRYDOCK_TOKEN=", "DRYDOCK_URL="), s.env...)
 	if err := s.cmd.Start(); err != nil {
 		s.t.Fatal(err)
 	}

@@ -241,7 +241,7 @@ func startPrivateServer() (string, func(), error) {
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	cmd := exec.Command(exe, "server", "--listen", addr, "--data-dir", dir, "--runtime", "local", "--max-concurrent", "0", "--log-level", "warn")
+	cmd := exec.Command(exe, "server", "--listen", addr, "--data-dir", dir, "--runtime", "local", "--agent", "fake", "--max-concurrent", "0", "--log-level", "warn")
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
 		os.RemoveAll(dir)

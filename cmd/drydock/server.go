@@ -14,11 +14,13 @@ import (
 	"time"
 
 	"github.com/drydockhq/drydock"
+	"github.com/drydockhq/drydock/agent"
 	"github.com/drydockhq/drydock/agent/fake"
 	"github.com/drydockhq/drydock/api"
 	"github.com/drydockhq/drydock/artifact/local"
 	"github.com/drydockhq/drydock/runner"
 	"github.com/drydockhq/drydock/store/sqlite"
+	toolboxclient "github.com/drydockhq/drydock/toolbox"
 	"github.com/drydockhq/drydock/watch"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -33,7 +35,11 @@ type ServerCmd struct {
 	DockerHost    string          `env:"DOCKER_HOST" help:"Docker or Podman API socket (default: the engine's default)."`
 	ImageHeadless string          `default:"drydock-sandbox:headless" env:"DRYDOCK_IMAGE_HEADLESS" help:"Sandbox image for headless jobs."`
 	ImageDesktop  string          `default:"drydock-sandbox:desktop" env:"DRYDOCK_IMAGE_DESKTOP" help:"Sandbox image for desktop jobs."`
-	Agent         string          `default:"fake" enum:"fake" env:"DRYDOCK_AGENT" help:"Agent implementation (the LLM agent arrives with issue 4)."`
+	Agent         string          `default:"llm" enum:"llm,fake" env:"DRYDOCK_AGENT" help:"llm: a model drives the tools; fake: a scripted agent for demos and tests (no model needed)."`
+	LLM           string          `name:"llm" enum:",openai,anthropic" default:"" env:"DRYDOCK_LLM" help:"Model provider: openai (any OpenAI-compatible URL via OPENAI_BASE_URL) or anthropic; empty picks from the environment (ANTHROPIC_API_KEY, then OPENAI_API_KEY/OPENAI_BASE_URL)."`
+	Model         string          `env:"DRYDOCK_MODEL" help:"Default model (a job's model field overrides it)."`
+	MaxSteps      int             `default:"100" env:"DRYDOCK_MAX_STEPS" help:"Step budget of jobs that set none."`
+	MaxCostUSD    float64         `name:"max-cost-usd" env:"DRYDOCK_MAX_COST_USD" help:"Most estimated model cost of one job in USD; 0 is no limit."`
 	MaxConcurrent int             `default:"2" env:"DRYDOCK_MAX_CONCURRENT" help:"Jobs this server runs at once; 0 serves the API only (another replica runs the jobs)."`
 	JobTimeout    time.Duration   `default:"30m" env:"DRYDOCK_JOB_TIMEOUT" help:"Default wall-time limit of a job."`
 	LeaseTTL      time.Duration   `default:"30s" help:"How long a job's lease lasts without a heartbeat."`
@@ -120,7 +126,27 @@ func (c *ServerCmd) Run(g *Globals) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	ws := watch.Wrap(st)
-	agent := &fake.Agent{Dial: func(sb *drydock.Sandbox) fake.Workspace { return toolbox(sb) }}
+	var ag drydock.Agent
+	switch c.Agent {
+	case "fake":
+		log.Warn("fake agent: jobs run a scripted demo, not a model")
+		ag = &fake.Agent{Dial: func(sb *drydock.Sandbox) fake.Workspace { return toolbox(sb) }}
+	default:
+		a, err := agent.New(agent.Config{
+			Provider:   c.LLM,
+			Model:      c.Model,
+			MaxSteps:   c.MaxSteps,
+			MaxCostUSD: c.MaxCostUSD,
+			Dial:       func(sb *drydock.Sandbox) *toolboxclient.Client { return toolbox(sb).Client },
+		}, log.With("component", "agent"))
+		if err != nil {
+			return fmt.Errorf("llm agent: %w", err)
+		}
+		if err := a.Check(); err != nil {
+			log.Warn("the LLM agent cannot run jobs until configured; every job will fail with this message", "reason", drydock.ErrorMessage(err))
+		}
+		ag = a
+	}
 	run := runner.New(runner.Config{
 		NodeID:         c.NodeID,
 		MaxConcurrent:  c.MaxConcurrent,
@@ -137,7 +163,7 @@ func (c *ServerCmd) Run(g *Globals) error {
 			WorkspaceBytes: c.Resources.DiskMiB << 20,
 		},
 	}, runner.Deps{
-		Store: ws, Runtime: rt, Agent: agent, Artifacts: artifacts,
+		Store: ws, Runtime: rt, Agent: ag, Artifacts: artifacts,
 		Toolbox: func(sb *drydock.Sandbox) runner.Toolbox { return toolbox(sb) },
 		Logger:  log, Metrics: runner.NewMetrics(reg),
 	})
