@@ -540,3 +540,30 @@ func TestOpenAPICoversRoutes(t *testing.T) {
 		t.Errorf("routes (-served +documented):\n%s", diff)
 	}
 }
+
+func TestTrajectoryExport(t *testing.T) {
+	t.Parallel()
+	b := setup(t, true)
+	job := b.schedule(t, "", `{"task": "x"}`)
+	for i := range 1500 {
+		if err := b.store.AppendEvent(t.Context(), drydock.NewEvent(job.ID, drydock.EventLog, map[string]any{"n": i})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	resp, data := b.do(t, "GET", "/v1/jobs/"+job.ID+"/trajectory", "", "")
+	if resp.StatusCode != 200 {
+		t.Fatalf("%d %s", resp.StatusCode, data)
+	}
+	var tr api.Trajectory
+	if err := json.Unmarshal(data, &tr); err != nil {
+		t.Fatal(err)
+	}
+	if tr.Format != api.TrajectoryFormat || tr.Job.ID != job.ID || len(tr.Events) != 1501 {
+		t.Fatalf("format %q job %s, %d events", tr.Format, tr.Job.ID, len(tr.Events))
+	}
+	for i, e := range tr.Events {
+		if e.Seq != int64(i+1) {
+			t.Fatalf("event %d has seq %d", i, e.Seq)
+		}
+	}
+}

@@ -120,6 +120,7 @@ func (s *Server) routesSetup() {
 	s.handle("GET /v1/jobs/{id}", authed(s.handleGet))
 	s.handle("POST /v1/jobs/{id}/cancel", authed(s.handleCancel))
 	s.handle("GET /v1/jobs/{id}/events", authed(s.handleEvents))
+	s.handle("GET /v1/jobs/{id}/trajectory", authed(s.handleTrajectory))
 	s.handle("GET /v1/jobs/{id}/artifact.tar.gz", authed(s.handleArtifactTarGz))
 	s.handle("GET /v1/jobs/{id}/artifact.zip", authed(s.handleArtifactZip))
 	s.handle("GET /healthz", http.HandlerFunc(s.handleHealthz))
