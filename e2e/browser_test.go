@@ -118,6 +118,27 @@ func saveScreenshot(t *testing.T, ctx context.Context, name string) []byte {
 	return data
 }
 
+// checkAccessible fails on form controls without a label and buttons or
+// links without a name: the page must work with a keyboard and a screen
+// reader.
+func checkAccessible(t *testing.T, ctx context.Context, page string) {
+	t.Helper()
+	bad := eval[[]string](t, ctx, `(() => {
+		const bad = [];
+		for (const el of document.querySelectorAll("input, select, textarea")) {
+			if (!el.labels?.length && !el.getAttribute("aria-label")) bad.push("unlabelled " + el.outerHTML.slice(0, 80));
+		}
+		for (const el of document.querySelectorAll("button, a[href]")) {
+			if (!(el.innerText || el.getAttribute("aria-label") || "").trim()) bad.push("unnamed " + el.outerHTML.slice(0, 80));
+		}
+		for (const el of document.querySelectorAll("[onclick], div[tabindex], span[tabindex]")) bad.push("clickable non-button " + el.outerHTML.slice(0, 80));
+		return bad;
+	})()`)
+	for _, b := range bad {
+		t.Errorf("%s: %s", page, b)
+	}
+}
+
 // From the form to the downloaded archive, in one page that never reloads:
 // schedule a task, watch its steps arrive, browse the workspace, download.
 func TestBrowserJobFlow(t *testing.T) {
@@ -128,7 +149,9 @@ func TestBrowserJobFlow(t *testing.T) {
 
 	within(t, ctx, 20*time.Second,
 		chromedp.Navigate(s.url()+"/"),
-		chromedp.WaitVisible(chromedp.CSS("#task")),
+		chromedp.WaitVisible(chromedp.CSS("#task")))
+	checkAccessible(t, ctx, "jobs page")
+	within(t, ctx, 20*time.Second,
 		chromedp.SendKeys(chromedp.CSS("#task"), "Write notes about the harbour [fake:steps=6] [fake:delay=600ms]"),
 		chromedp.SetValue(chromedp.CSS("#model"), "scripted-model"),
 		chromedp.Click(chromedp.CSS("form.new-task button[type=submit]")),
@@ -164,6 +187,7 @@ func TestBrowserJobFlow(t *testing.T) {
 		chromedp.Click(chromedp.CSS(`button.tree-file[data-path="notes/step-002.md"]`)),
 	)
 	waitJS(t, ctx, 10*time.Second, `document.querySelector(".file-text")?.textContent.includes("# Step 2")`)
+	checkAccessible(t, ctx, "job page")
 	eval[any](t, ctx, "window.scrollTo(0, 0)")
 	saveScreenshot(t, ctx, "ui-job.png")
 

@@ -25,7 +25,7 @@ export function desktopPanel(jobID) {
   const state = h('span', { class: 'pill', role: 'status', 'aria-live': 'polite' }, 'not connected');
   const control = h('button', { type: 'button', 'aria-pressed': 'false', onclick: () => toggle() }, 'Take control');
   const newTab = h('button', { type: 'button', onclick: () => openTab() }, 'Open in new tab');
-  const screen = h('div', { class: 'screen', id: 'desktop-screen', role: 'img', 'aria-label': "The job's desktop" });
+  const screen = h('div', { class: 'screen', id: 'desktop-screen', role: 'group', 'aria-label': "The job's desktop" });
   const note = h('p', { class: 'muted small' });
   const el = h('section', { class: 'card desktop', 'aria-labelledby': 'desktop-h' },
     h('div', { class: 'section-head' }, h('h2', { id: 'desktop-h' }, 'Live desktop'), state, control, newTab),
