@@ -31,6 +31,7 @@ type ServerCmd struct {
 	Listen        string          `default:"127.0.0.1:8080" env:"DRYDOCK_LISTEN" help:"Address to listen on. Anything but loopback requires API tokens."`
 	DataDir       string          `default:"${data_dir}" env:"DRYDOCK_DATA_DIR" help:"Directory for the SQLite store, artifacts and local sandboxes."`
 	PublicURL     string          `env:"DRYDOCK_PUBLIC_URL" help:"Base URL for links in answers (default: from the request's Host)."`
+	LiveURL       string          `env:"DRYDOCK_LIVE_URL" help:"Base URL (another host name pointing at this server) for live desktop and Jupyter views, so that what a sandbox serves never runs on the UI's origin."`
 	Runtime       string          `default:"docker" enum:"docker,local" env:"DRYDOCK_RUNTIME" help:"Sandbox runtime: docker (Docker or Podman socket) or local (no isolation; development only)."`
 	DockerHost    string          `env:"DOCKER_HOST" help:"Docker or Podman API socket (default: the engine's default)."`
 	ImageHeadless string          `default:"drydock-sandbox:headless" env:"DRYDOCK_IMAGE_HEADLESS" help:"Sandbox image for headless jobs."`
@@ -167,7 +168,13 @@ func (c *ServerCmd) Run(g *Globals) error {
 		Toolbox: func(sb *drydock.Sandbox) runner.Toolbox { return toolbox(sb) },
 		Logger:  log, Metrics: runner.NewMetrics(reg),
 	})
-	srv := api.New(api.Config{DevMode: devMode, PublicURL: c.PublicURL}, ws, run, artifacts, reg, log)
+	srv := api.New(api.Config{
+		DevMode:     devMode,
+		PublicURL:   c.PublicURL,
+		LiveURL:     c.LiveURL,
+		Sandboxes:   rt.Get,
+		LinkKeyFile: filepath.Join(c.DataDir, "link.key"),
+	}, ws, run, artifacts, reg, log)
 
 	ln, err := net.Listen("tcp", c.Listen)
 	if err != nil {
