@@ -24,7 +24,7 @@ bin/toolboxd: FORCE
 FORCE:
 
 run: build
-	./scripts/run.sh
+	./scripts/run.sh $(ARGS)
 
 image: build
 	./bin/drydock image build --profile headless
