@@ -35,9 +35,9 @@ func (r *Runner) execute(ctx context.Context, cancel context.CancelCauseFunc, jo
 
 	emit := &emitter{store: r.deps.Store, jobID: job.ID, log: log}
 	if job.Attempts > 1 {
-		emit.Emit(ctx, drydock.EventLog, map[string]any{"level": "info", "message": fmt.Sprintf("resuming on %s (attempt %d)", r.cfg.NodeID, job.Attempts)})
+		emit.Emit(ctx, drydock.EventLog, map[string]any{"level": "info", "node": r.cfg.NodeID, "attempt": job.Attempts, "message": fmt.Sprintf("resuming on %s (attempt %d)", r.cfg.NodeID, job.Attempts)})
 	} else {
-		emit.Emit(ctx, drydock.EventStatus, map[string]any{"status": drydock.StatusRunning})
+		emit.Emit(ctx, drydock.EventStatus, map[string]any{"status": drydock.StatusRunning, "node": r.cfg.NodeID})
 	}
 	log.Info("job started")
 

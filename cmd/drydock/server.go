@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 	"github.com/drydockhq/drydock/api"
 	"github.com/drydockhq/drydock/artifact/local"
 	"github.com/drydockhq/drydock/runner"
+	"github.com/drydockhq/drydock/store/postgres"
 	"github.com/drydockhq/drydock/store/sqlite"
 	toolboxclient "github.com/drydockhq/drydock/toolbox"
 	"github.com/drydockhq/drydock/watch"
@@ -30,6 +32,7 @@ import (
 type ServerCmd struct {
 	Listen        string          `default:"127.0.0.1:8080" env:"DRYDOCK_LISTEN" help:"Address to listen on. Anything but loopback requires API tokens."`
 	DataDir       string          `default:"${data_dir}" env:"DRYDOCK_DATA_DIR" help:"Directory for the SQLite store, artifacts and local sandboxes."`
+	Store         string          `env:"DRYDOCK_STORE" help:"postgres://... to share jobs between replicas (default: SQLite in the data directory)." placeholder:"URL"`
 	PublicURL     string          `env:"DRYDOCK_PUBLIC_URL" help:"Base URL for links in answers (default: from the request's Host)."`
 	LiveURL       string          `env:"DRYDOCK_LIVE_URL" help:"Base URL (another host name pointing at this server) for live desktop and Jupyter views, so that what a sandbox serves never runs on the UI's origin."`
 	Runtime       string          `default:"docker" enum:"docker,local" env:"DRYDOCK_RUNTIME" help:"Sandbox runtime: docker (Docker or Podman socket) or local (no isolation; development only)."`
@@ -44,7 +47,7 @@ type ServerCmd struct {
 	MaxConcurrent int             `default:"2" env:"DRYDOCK_MAX_CONCURRENT" help:"Jobs this server runs at once; 0 serves the API only (another replica runs the jobs)."`
 	JobTimeout    time.Duration   `default:"30m" env:"DRYDOCK_JOB_TIMEOUT" help:"Default wall-time limit of a job."`
 	LeaseTTL      time.Duration   `default:"30s" help:"How long a job's lease lasts without a heartbeat."`
-	NodeID        string          `env:"DRYDOCK_NODE_ID" help:"Stable name of this server (default: host name)."`
+	NodeID        string          `env:"DRYDOCK_NODE_ID" help:"Stable name of this server, unique among replicas (default: host name and listen port)."`
 	LogLevel      slog.Level      `default:"info" env:"DRYDOCK_LOG_LEVEL" help:"debug, info, warn or error."`
 	LogFormat     string          `default:"text" enum:"text,json" env:"DRYDOCK_LOG_FORMAT" help:"Log format: text or json."`
 	ShutdownGrace time.Duration   `default:"20s" help:"How long in-flight requests may take to finish on SIGTERM."`
@@ -67,6 +70,26 @@ func newLogger(w *os.File, level slog.Level, format string) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, opts))
 }
 
+// openStore opens Postgres for a postgres:// URL and SQLite in the data
+// directory otherwise.
+func openStore(ctx context.Context, url, dataDir string, log *slog.Logger) (drydock.Store, error) {
+	if strings.HasPrefix(url, "postgres://") || strings.HasPrefix(url, "postgresql://") {
+		st, err := postgres.Open(ctx, url, log)
+		if err != nil {
+			return nil, fmt.Errorf("open postgres store: %w", err)
+		}
+		return st, nil
+	}
+	if url != "" {
+		return nil, fmt.Errorf("--store %q: use a postgres:// URL, or leave it empty for SQLite in the data directory", url)
+	}
+	st, err := sqlite.Open(ctx, filepath.Join(dataDir, "drydock.db"), log)
+	if err != nil {
+		return nil, fmt.Errorf("open sqlite store in %s: %w", dataDir, err)
+	}
+	return st, nil
+}
+
 // isLoopback reports whether addr only accepts connections from this host.
 func isLoopback(addr string) bool {
 	host, _, err := net.SplitHostPort(addr)
@@ -86,18 +109,21 @@ func (c *ServerCmd) Run(g *Globals) error {
 	defer stop()
 
 	if c.NodeID == "" {
+		// Host name plus port: unique for replicas on one host, and stable
+		// across restarts so a server recovers its own jobs at once.
 		h, err := os.Hostname()
 		if err != nil {
 			h = "drydock"
 		}
-		c.NodeID = h
+		_, port, _ := net.SplitHostPort(c.Listen)
+		c.NodeID = h + "-" + port
 	}
 	if err := os.MkdirAll(c.DataDir, 0o700); err != nil {
 		return fmt.Errorf("create data dir %s: %w", c.DataDir, err)
 	}
-	st, err := sqlite.Open(ctx, filepath.Join(c.DataDir, "drydock.db"), log.With("component", "store"))
+	st, err := openStore(ctx, c.Store, c.DataDir, log.With("component", "store"))
 	if err != nil {
-		return fmt.Errorf("open store: %w", err)
+		return err
 	}
 	defer st.Close()
 

@@ -7,28 +7,27 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"path/filepath"
 	"text/tabwriter"
 	"time"
 
 	"github.com/drydockhq/drydock"
-	"github.com/drydockhq/drydock/store/sqlite"
 )
 
 // TokenCmd manages API tokens directly in the server's store, so the first
 // admin token can be made before any token exists to call the API with.
 type TokenCmd struct {
 	DataDir string `default:"${data_dir}" env:"DRYDOCK_DATA_DIR" help:"The server's data directory."`
+	Store   string `env:"DRYDOCK_STORE" help:"The server's postgres:// URL, if it uses Postgres." placeholder:"URL"`
 
 	Create TokenCreateCmd `cmd:"" help:"Create a token and print it once."`
 	List   TokenListCmd   `cmd:"" help:"List tokens (never their secrets)."`
 	Revoke TokenRevokeCmd `cmd:"" help:"Revoke a token by id."`
 }
 
-func (c *TokenCmd) open(ctx context.Context) (*sqlite.Store, error) {
-	st, err := sqlite.Open(ctx, filepath.Join(c.DataDir, "drydock.db"), slog.New(slog.DiscardHandler))
+func (c *TokenCmd) open(ctx context.Context) (drydock.Store, error) {
+	st, err := openStore(ctx, c.Store, c.DataDir, slog.New(slog.DiscardHandler))
 	if err != nil {
-		return nil, fmt.Errorf("open store in %s: %w (set --data-dir to the server's data directory)", c.DataDir, err)
+		return nil, fmt.Errorf("%w (set --data-dir or --store to the server's)", err)
 	}
 	return st, nil
 }
