@@ -27,7 +27,7 @@ type Config struct {
 	// lease owner is NodeID plus a random incarnation suffix.
 	NodeID         string
 	MaxConcurrent  int           // default 2
-	LeaseTTL       time.Duration // default 30s
+	LeaseTTL       time.Duration // default 10s
 	PollInterval   time.Duration // default 1s; Notify wakes the loop sooner
 	DefaultTimeout time.Duration // default 30m
 	DefaultProfile drydock.Profile
@@ -51,7 +51,7 @@ func (c *Config) setDefaults() {
 		c.MaxConcurrent = 2
 	}
 	if c.LeaseTTL <= 0 {
-		c.LeaseTTL = 30 * time.Second
+		c.LeaseTTL = 10 * time.Second
 	}
 	if c.PollInterval <= 0 {
 		c.PollInterval = time.Second

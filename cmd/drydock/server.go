@@ -46,7 +46,7 @@ type ServerCmd struct {
 	MaxCostUSD    float64         `name:"max-cost-usd" env:"DRYDOCK_MAX_COST_USD" help:"Most estimated model cost of one job in USD; 0 is no limit."`
 	MaxConcurrent int             `default:"2" env:"DRYDOCK_MAX_CONCURRENT" help:"Jobs this server runs at once; 0 serves the API only (another replica runs the jobs)."`
 	JobTimeout    time.Duration   `default:"30m" env:"DRYDOCK_JOB_TIMEOUT" help:"Default wall-time limit of a job."`
-	LeaseTTL      time.Duration   `default:"30s" help:"How long a job's lease lasts without a heartbeat."`
+	LeaseTTL      time.Duration   `default:"10s" help:"How long a job's lease lasts without a heartbeat: a dead replica's jobs move to another after at most this long."`
 	NodeID        string          `env:"DRYDOCK_NODE_ID" help:"Stable name of this server, unique among replicas (default: host name and listen port)."`
 	LogLevel      slog.Level      `default:"info" env:"DRYDOCK_LOG_LEVEL" help:"debug, info, warn or error."`
 	LogFormat     string          `default:"text" enum:"text,json" env:"DRYDOCK_LOG_FORMAT" help:"Log format: text or json."`
