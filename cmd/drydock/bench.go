@@ -24,7 +24,7 @@ type BenchCmd struct {
 
 // BenchAPICmd measures POST /schedule throughput and GET /status latency.
 type BenchAPICmd struct {
-	Target      string        `help:"URL of the server to measure (with the global --token if it needs one); empty starts a private server (SQLite in a temp dir, API only)."`
+	Target      []string      `help:"URL of a server to measure (with the global --token if it needs one); repeat it for replicas, which clients use round-robin. None starts a private server (SQLite in a temp dir, API only)."`
 	Duration    time.Duration `default:"10s" help:"How long to schedule jobs."`
 	Concurrency int           `default:"32" help:"Concurrent clients."`
 	Statuses    int           `default:"20000" help:"GET /status requests to time."`
@@ -92,21 +92,23 @@ func machine() string {
 
 func (c *BenchAPICmd) Run(g *Globals) error {
 	ctx := context.Background()
-	target, token := c.Target, g.Token
-	if target == "" {
+	targets, token := c.Target, g.Token
+	if len(targets) == 0 {
 		url, stop, err := startPrivateServer()
 		if err != nil {
 			return err
 		}
 		defer stop()
-		target, token = url, ""
+		targets, token = []string{url}, ""
 	}
+	var rr atomic.Int64
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: c.Concurrency * 2}, Timeout: 30 * time.Second}
 	req := func(method, path, body string) (int, []byte, time.Duration, error) {
 		var rd io.Reader
 		if body != "" {
 			rd = strings.NewReader(body)
 		}
+		target := targets[int(rr.Add(1))%len(targets)]
 		r, _ := http.NewRequestWithContext(ctx, method, target+path, rd)
 		if token != "" {
 			r.Header.Set("Authorization", "Bearer "+token)
@@ -122,8 +124,8 @@ func (c *BenchAPICmd) Run(g *Globals) error {
 	}
 
 	var res BenchResult
-	res.Date, res.Machine, res.URL, res.Concurrency = time.Now().UTC(), machine(), target, c.Concurrency
-	fmt.Fprintf(g.Err, "scheduling for %s with %d clients against %s\n", c.Duration, c.Concurrency, target)
+	res.Date, res.Machine, res.URL, res.Concurrency = time.Now().UTC(), machine(), strings.Join(targets, ","), c.Concurrency
+	fmt.Fprintf(g.Err, "scheduling for %s with %d clients against %s\n", c.Duration, c.Concurrency, res.URL)
 	var (
 		mu      sync.Mutex
 		lat     []time.Duration
@@ -163,7 +165,7 @@ func (c *BenchAPICmd) Run(g *Globals) error {
 	res.Schedule.PerSecond = float64(len(lat)) / elapsed.Seconds()
 	res.Schedule.Latency = percentiles(lat)
 	if len(ids) == 0 {
-		return fmt.Errorf("no schedule succeeded against %s (is a token needed? --token)", target)
+		return fmt.Errorf("no schedule succeeded against %s (is a token needed? --token)", res.URL)
 	}
 
 	// Status latency, one client: what a single poller sees.
