@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -13,7 +14,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/drydockhq/drydock"
@@ -22,10 +22,15 @@ import (
 // ServerConfig configures the Jupyter server for people (the agent uses
 // the kernel directly).
 type ServerConfig struct {
-	// Addr is the host:port to listen on; default 127.0.0.1:8888.
+	// Addr is the host:port to listen on; default 127.0.0.1:8888. Ignored
+	// when Socket is set.
 	Addr string
+	// Socket, when set, is the unix socket the server listens on instead
+	// of Addr (mode 0600): no port that code in the sandbox may want, or
+	// may have taken already.
+	Socket string
 	// BaseURL is the path prefix the server is reached under (behind a
-	// proxy); default "/".
+	// proxy) when StartServer is given none; default "/".
 	BaseURL string
 	// Token authenticates requests; default: random, see ServerToken.
 	Token string
@@ -37,14 +42,11 @@ func (c *ServerConfig) setDefaults() {
 	if c.Addr == "" {
 		c.Addr = "127.0.0.1:8888"
 	}
-	if c.BaseURL == "" {
-		c.BaseURL = "/"
-	}
-	if !strings.HasPrefix(c.BaseURL, "/") {
-		c.BaseURL = "/" + c.BaseURL
-	}
-	if !strings.HasSuffix(c.BaseURL, "/") {
-		c.BaseURL += "/"
+	if base, err := cleanBaseURL(c.BaseURL); err == nil {
+		c.BaseURL = base
+	} else {
+		// Refused again, with the reason, by StartServer.
+		c.BaseURL = "/" + strings.Trim(c.BaseURL, "/") + "/"
 	}
 	if c.Token == "" {
 		b := make([]byte, 24)
@@ -53,69 +55,147 @@ func (c *ServerConfig) setDefaults() {
 	}
 }
 
+// cleanBaseURL normalizes a base URL to "/a/b/" and refuses anything but a
+// plain path: it ends up on Jupyter's command line and in every URL of its
+// pages.
+func cleanBaseURL(base string) (string, error) {
+	if base == "" || base == "/" {
+		return "/", nil
+	}
+	trimmed := strings.Trim(base, "/")
+	for seg := range strings.SplitSeq(trimmed, "/") {
+		if seg == "" || seg == "." || seg == ".." {
+			return "", drydock.Errorf(drydock.EINVALID, "base URL %q must be a clean path such as /jobs/ID/jupyter/", base)
+		}
+		for _, r := range seg {
+			ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-._~", r)
+			if !ok {
+				return "", drydock.Errorf(drydock.EINVALID, "base URL %q may hold only letters, digits, '/', '-', '.', '_' and '~'", base)
+			}
+		}
+	}
+	return "/" + trimmed + "/", nil
+}
+
+// server is the state of the Jupyter server for people: at most one run (a
+// supervisor keeping one server process up under one base URL) at a time.
 type server struct {
-	mu      sync.Mutex
-	asked   bool // StartServer has been called: Ready reports the server
-	running bool // a supervisor is trying to keep it up
-	readyCh chan struct{}
-	failCh  chan struct{} // closed when the supervisor gives up
-	err     error
+	mu    sync.Mutex
+	asked bool       // StartServer has been called: Ready reports the server
+	run   *serverRun // the latest run; nil before the first StartServer
+
+	uiOnce sync.Once
+	ui     bool // the classic notebook UI (nbclassic) is installed
+}
+
+// serverRun is one supervisor of the server process under one base URL.
+// Its fields other than base, cancel and done change under server.mu.
+type serverRun struct {
+	base    string
+	ready   bool
+	readyCh chan struct{} // closed while the server answers
+	failed  chan struct{} // closed when the supervisor gives up
+	err     error         // why it gave up
 	cancel  context.CancelFunc
-	done    chan struct{}
-	ready   atomic.Bool
+	done    chan struct{} // closed when the supervisor has stopped its process
 }
 
 func (s *server) status() (ready, asked bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.ready.Load(), s.asked
+	return s.run != nil && s.run.ready, s.asked
 }
 
 func (s *server) stop() {
 	s.mu.Lock()
-	cancel, done := s.cancel, s.done
+	run := s.run
 	s.mu.Unlock()
-	if cancel != nil {
-		cancel()
-		<-done
+	if run != nil {
+		run.cancel()
+		<-run.done
 	}
 }
 
-func (s *server) setReady(ok bool) {
+func (s *server) setReady(run *serverRun, ok bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if ok == s.ready.Load() {
+	if ok == run.ready {
 		return
 	}
-	s.ready.Store(ok)
+	run.ready = ok
 	if ok {
-		close(s.readyCh)
+		close(run.readyCh)
 	} else {
-		s.readyCh = make(chan struct{})
+		run.readyCh = make(chan struct{})
 	}
 }
 
 // giveUp records why the server cannot start; the next StartServer tries
 // again.
-func (s *server) giveUp(err error) {
+func (s *server) giveUp(run *serverRun, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.running, s.err = false, err
-	close(s.failCh)
+	run.err = err
+	close(run.failed)
 }
 
-// ServerURL is where the Jupyter server answers once started, e.g.
-// http://127.0.0.1:8888/jupyter/.
-func (k *Kernel) ServerURL() string { return "http://" + k.cfg.Server.Addr + k.cfg.Server.BaseURL }
+func (r *serverRun) hasFailed() bool {
+	select {
+	case <-r.failed:
+		return true
+	default:
+		return false
+	}
+}
+
+// ServerURL is where the Jupyter server answers (or will answer) under its
+// current base URL, e.g. http://127.0.0.1:8888/jupyter/. With a unix
+// socket the host is "localhost": connect with DialServer.
+func (k *Kernel) ServerURL() string {
+	base := k.cfg.Server.BaseURL
+	k.server.mu.Lock()
+	if r := k.server.run; r != nil {
+		base = r.base
+	}
+	k.server.mu.Unlock()
+	return k.serverURL(base)
+}
+
+func (k *Kernel) serverURL(base string) string {
+	if k.cfg.Server.Socket != "" {
+		return "http://localhost" + base
+	}
+	return "http://" + k.cfg.Server.Addr + base
+}
+
+// DialServer connects to the Jupyter server's listening address (TCP or
+// unix socket), for a client or proxy that speaks HTTP over it.
+func (k *Kernel) DialServer(ctx context.Context) (net.Conn, error) {
+	var d net.Dialer
+	if sock := k.cfg.Server.Socket; sock != "" {
+		return d.DialContext(ctx, "unix", sock)
+	}
+	return d.DialContext(ctx, "tcp", k.cfg.Server.Addr)
+}
 
 // ServerToken is the token the Jupyter server requires ("Authorization:
 // token T" or ?token=T).
 func (k *Kernel) ServerToken() string { return k.cfg.Server.Token }
 
-// StartServer starts the Jupyter server on first use, keeps it alive from
-// then on, and waits until it answers. It is lazy because people rarely
-// need it and it costs a Python process.
-func (k *Kernel) StartServer(ctx context.Context) (string, error) {
+// StartServer starts the Jupyter server on first use under baseURL (the
+// configured one when empty), keeps it alive from then on, and waits until
+// it answers or ctx ends. It is lazy because people rarely need it and it
+// costs a Python process. Asked for another base URL than the running
+// server's, it restarts the server under the new one, which ends the
+// kernels people had started in it.
+func (k *Kernel) StartServer(ctx context.Context, baseURL string) (string, error) {
+	if baseURL == "" {
+		baseURL = k.cfg.Server.BaseURL
+	}
+	base, err := cleanBaseURL(baseURL)
+	if err != nil {
+		return "", err
+	}
 	k.mu.Lock()
 	closed, started := k.closed, k.started
 	k.mu.Unlock()
@@ -125,23 +205,36 @@ func (k *Kernel) StartServer(ctx context.Context) (string, error) {
 	s := &k.server
 	s.mu.Lock()
 	s.asked = true
-	if !s.running {
-		s.running = true
-		s.readyCh, s.failCh = make(chan struct{}), make(chan struct{})
+	run := s.run
+	if run == nil || run.base != base || run.hasFailed() {
+		prev := run
+		if prev != nil {
+			prev.cancel()
+		}
 		runCtx, cancel := context.WithCancel(context.Background())
-		s.cancel, s.done = cancel, make(chan struct{})
-		go k.superviseServer(runCtx, s.done)
+		run = &serverRun{base: base, readyCh: make(chan struct{}), failed: make(chan struct{}),
+			cancel: cancel, done: make(chan struct{})}
+		s.run = run
+		go func() {
+			// The previous server must have let go of the address first.
+			if prev != nil {
+				<-prev.done
+			}
+			k.superviseServer(runCtx, run)
+		}()
 	}
-	ready, failed := s.readyCh, s.failCh
+	ready := run.readyCh
 	s.mu.Unlock()
 	select {
 	case <-ready:
-		return k.ServerURL(), nil
-	case <-failed:
+		return k.serverURL(base), nil
+	case <-run.failed:
 		s.mu.Lock()
-		err := s.err
+		err := run.err
 		s.mu.Unlock()
 		return "", drydock.Errorf(drydock.EUNAVAILABLE, "jupyter server failed to start: %v", err)
+	case <-run.done:
+		return "", drydock.Errorf(drydock.EUNAVAILABLE, "jupyter server was restarted under another base URL or stopped")
 	case <-ctx.Done():
 		return "", drydock.Errorf(drydock.EUNAVAILABLE, "jupyter server is not ready yet")
 	}
@@ -151,16 +244,16 @@ func (k *Kernel) StartServer(ctx context.Context) (string, error) {
 // given up on (a missing module or a taken port will not fix itself).
 const serverAttempts = 3
 
-func (k *Kernel) superviseServer(ctx context.Context, done chan struct{}) {
+func (k *Kernel) superviseServer(ctx context.Context, run *serverRun) {
 	s := &k.server
-	defer close(done)
-	log := k.log.With("process", "jupyter-server")
+	defer close(run.done)
+	log := k.log.With("process", "jupyter-server", "base_url", run.base)
 	backoff := minBackoff
 	failures := 0
 	for ctx.Err() == nil {
 		started := time.Now()
-		wasReady, err := k.runServer(ctx, log)
-		s.setReady(false)
+		wasReady, err := k.runServer(ctx, run, log)
+		s.setReady(run, false)
 		if ctx.Err() != nil {
 			return
 		}
@@ -168,7 +261,7 @@ func (k *Kernel) superviseServer(ctx context.Context, done chan struct{}) {
 			failures = 0
 		} else if failures++; failures >= serverAttempts {
 			log.Warn("jupyter server does not start; giving up until asked again", "err", err)
-			s.giveUp(err)
+			s.giveUp(run, err)
 			return
 		}
 		if time.Since(started) > stableAfter {
@@ -184,23 +277,45 @@ func (k *Kernel) superviseServer(ctx context.Context, done chan struct{}) {
 	}
 }
 
+// hasUI reports whether the classic notebook UI is installed. jupyter_server
+// alone serves only the REST and WebSocket API; with nbclassic (Debian's
+// python3-nbclassic enables it for every server) the base URL should lead
+// to its file browser.
+func (k *Kernel) hasUI() bool {
+	s := &k.server
+	s.uiOnce.Do(func() {
+		s.ui = exec.Command(k.cfg.Python, "-c", "import nbclassic").Run() == nil
+	})
+	return s.ui
+}
+
 // runServer runs the server once, until it exits or ctx ends, and reports
 // whether it ever answered.
-func (k *Kernel) runServer(ctx context.Context, log *slog.Logger) (wasReady bool, err error) {
+func (k *Kernel) runServer(ctx context.Context, run *serverRun, log *slog.Logger) (wasReady bool, err error) {
 	sc := k.cfg.Server
-	host, port, err := net.SplitHostPort(sc.Addr)
-	if err != nil {
-		return false, fmt.Errorf("jupyter server address %q: %w", sc.Addr, err)
-	}
 	runtimeDir := filepath.Join(k.cfg.RuntimeDir, "jupyter")
 	if err := os.MkdirAll(runtimeDir, 0o700); err != nil {
 		return false, err
 	}
 	args := []string{"-m", "jupyter_server", "--no-browser",
-		"--ServerApp.ip=" + host, "--ServerApp.port=" + port, "--ServerApp.port_retries=0",
-		"--ServerApp.base_url=" + sc.BaseURL,
+		"--ServerApp.base_url=" + run.base,
 		// Requests arrive through toolboxd's proxy with the outside Host.
 		"--ServerApp.allow_remote_access=True",
+	}
+	if sc.Socket != "" {
+		if err := os.MkdirAll(filepath.Dir(sc.Socket), 0o700); err != nil {
+			return false, err
+		}
+		args = append(args, "--ServerApp.sock="+sc.Socket, "--ServerApp.sock_mode=0600")
+	} else {
+		host, port, err := net.SplitHostPort(sc.Addr)
+		if err != nil {
+			return false, fmt.Errorf("jupyter server address %q: %w", sc.Addr, err)
+		}
+		args = append(args, "--ServerApp.ip="+host, "--ServerApp.port="+port, "--ServerApp.port_retries=0")
+	}
+	if k.hasUI() {
+		args = append(args, "--ServerApp.default_url=/tree")
 	}
 	if k.cfg.Dir != "" {
 		args = append(args, "--ServerApp.root_dir="+k.cfg.Dir)
@@ -222,15 +337,18 @@ func (k *Kernel) runServer(ctx context.Context, log *slog.Logger) (wasReady bool
 	}
 	defer p.stop()
 
-	client := &http.Client{Timeout: 2 * time.Second}
-	statusURL := k.ServerURL() + "api/status"
-	for !k.server.ready.Load() {
+	client := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) { return k.DialServer(ctx) },
+	}}
+	defer client.CloseIdleConnections()
+	statusURL := k.serverURL(run.base) + "api/status"
+	for {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, statusURL, nil)
 		req.Header.Set("Authorization", "token "+sc.Token)
 		if resp, err := client.Do(req); err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				k.server.setReady(true)
+				k.server.setReady(run, true)
 				log.Info("jupyter server ready", "pid", p.cmd.Process.Pid)
 				break
 			}
@@ -245,6 +363,9 @@ func (k *Kernel) runServer(ctx context.Context, log *slog.Logger) (wasReady bool
 	}
 	select {
 	case <-p.exited:
+		if p.err == nil {
+			p.err = errors.New("exit status 0")
+		}
 		return true, fmt.Errorf("exited (%v): %s", p.err, out.lastLine())
 	case <-ctx.Done():
 		return true, ctx.Err()
