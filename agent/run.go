@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/drydockhq/drydock"
+	"github.com/drydockhq/drydock/agent/memory"
 	"github.com/drydockhq/drydock/agent/tools"
 	"github.com/drydockhq/drydock/agent/transcript"
 	"github.com/drydockhq/drydock/llm"
@@ -21,6 +22,9 @@ const (
 	outputsDir     = ".drydock/outputs"
 	screenshotsDir = ".drydock/screenshots"
 )
+
+// recallHits is how many passages a recall returns at most.
+const recallHits = 5
 
 // run is one run of one job.
 type run struct {
@@ -39,6 +43,8 @@ type run struct {
 	// events is the job's log as far as this run knows it: the history it
 	// was given and everything it appended since.
 	events []*drydock.Event
+	// history is what recall searches.
+	history *memory.History
 	// imgs holds the images of observations, by workspace path.
 	imgs  map[string]llm.Image
 	ids   map[string]bool // tool call ids used so far
@@ -76,6 +82,7 @@ func (a *Agent) start(ctx context.Context, ar *drydock.AgentRun) (*run, error) {
 		ids:      map[string]bool{},
 		stuck:    stuck{limit: a.cfg.StuckLimit},
 	}
+	r.history = memory.NewHistory(r.box, outputsDir)
 	if r.maxSteps <= 0 {
 		r.maxSteps = a.cfg.MaxSteps
 	}
@@ -94,7 +101,7 @@ func (a *Agent) start(ctx context.Context, ar *drydock.AgentRun) (*run, error) {
 		Workspace:       info.Workspace,
 		Desktop:         desktop,
 		Resumed:         resumed,
-		History:         r.docs,
+		Recall:          r.recall,
 		BashTimeout:     a.cfg.BashTimeout,
 		BashIdleTimeout: a.cfg.BashIdleTimeout,
 		CodeTimeout:     a.cfg.CodeTimeout,
@@ -262,45 +269,10 @@ func (r *run) fail(ctx context.Context, err *drydock.Error) error {
 	return err
 }
 
-// docs lists the job's history for recall: every model turn, tool call and
-// observation, error and notice.
-func (r *run) docs() []tools.Doc {
-	var docs []tools.Doc
-	for _, e := range r.events {
-		switch e.Type {
-		case drydock.EventModel:
-			var t transcript.ModelTurn
-			if json.Unmarshal(e.Data, &t) != nil {
-				continue
-			}
-			text := t.Text
-			for _, c := range t.ToolCalls {
-				text += fmt.Sprintf("\n%s %s", c.Name, c.Input)
-			}
-			docs = append(docs, tools.Doc{Label: fmt.Sprintf("step %d, your turn", t.Step), Text: strings.TrimSpace(text)})
-		case drydock.EventObservation:
-			var o transcript.Observation
-			if json.Unmarshal(e.Data, &o) != nil || o.Name == tools.NameRecall {
-				continue
-			}
-			label := fmt.Sprintf("step %d, %s result", o.Step, o.Name)
-			if o.IsError {
-				label += " (error)"
-			}
-			if o.OutputPath != "" {
-				label += ", whole output in " + o.OutputPath
-			}
-			docs = append(docs, tools.Doc{Label: label, Text: o.Output})
-		case drydock.EventError, drydock.EventLog:
-			var m struct {
-				Message string `json:"message"`
-			}
-			if json.Unmarshal(e.Data, &m) == nil && m.Message != "" {
-				docs = append(docs, tools.Doc{Label: "note (" + string(e.Type) + ")", Text: m.Message})
-			}
-		}
-	}
-	return docs
+// recall answers the recall tool from the whole log and the saved
+// outputs, in at most what one observation may hold.
+func (r *run) recall(ctx context.Context, query string) (string, error) {
+	return r.history.Recall(ctx, r.events, query, recallHits, r.maxObservation())
 }
 
 // keep stores what a tool returned beyond its text: images go to files in
@@ -328,7 +300,7 @@ func (r *run) keep(ctx context.Context, step int, call llm.ToolCall, res tools.R
 			o.Output += fmt.Sprintf("\n[The image was saved to %s; this model is not shown images.]", p)
 		}
 	}
-	if limit := r.a.cfg.MaxObservationBytes; len(o.Output) > limit {
+	if limit := r.maxObservation(); len(o.Output) > limit {
 		p := path.Join(outputsDir, fmt.Sprintf("step-%04d-%s.txt", step, safeName(call.ID)))
 		where := "the whole output is in " + p
 		if err := r.box.WriteFile(ctx, p, []byte(o.Output)); err != nil {
@@ -340,6 +312,11 @@ func (r *run) keep(ctx context.Context, step int, call llm.ToolCall, res tools.R
 		o.Truncated = true
 	}
 	return o
+}
+
+// maxObservation is the most one tool result may hold in the prompt.
+func (r *run) maxObservation() int {
+	return r.a.cfg.MaxObservationBytes
 }
 
 // cut keeps the head and tail of s within about n bytes, marking the gap.

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/drydockhq/drydock"
 	"github.com/drydockhq/drydock/llm"
@@ -45,12 +46,6 @@ type Box interface {
 
 var _ Box = (*toolbox.Client)(nil)
 
-// Doc is one searchable piece of the job's history, for recall.
-type Doc struct {
-	Label string // e.g. "step 12, bash output"
-	Text  string
-}
-
 // Env is what the tools work with.
 type Env struct {
 	Box Box
@@ -63,8 +58,9 @@ type Env struct {
 	// Resumed says the run continues an earlier one, whose in-memory
 	// state (the editor's undo history) is gone.
 	Resumed bool
-	// History returns the job's history for recall.
-	History func() []Doc
+	// Recall searches the job's history (see agent/memory) and returns
+	// what the model is shown.
+	Recall func(ctx context.Context, query string) (string, error)
 	// Bash timeouts: the hard limit when the model gives none (default
 	// 120s), the longest it may ask for (default 1h), and how long a
 	// command may print nothing before the call returns with it still
@@ -152,9 +148,6 @@ func New(env Env) *Set {
 	if env.Log == nil {
 		env.Log = slog.New(slog.DiscardHandler)
 	}
-	if env.History == nil {
-		env.History = func() []Doc { return nil }
-	}
 	s := &Set{env: env, by: map[string]*tool{}}
 	b := &bash{env: &s.env}
 	e := &editor{env: &s.env, history: map[string][]snapshot{}}
@@ -207,6 +200,8 @@ func (s *Set) Run(ctx context.Context, call llm.ToolCall) Result {
 	}
 	return t.run(ctx, call.Input)
 }
+
+func isWordRune(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }
 
 func isObject(raw json.RawMessage) bool {
 	var m map[string]json.RawMessage

@@ -3,7 +3,7 @@ package tools_test
 import (
 	"context"
 	"encoding/json"
-	"fmt"
+	"errors"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -16,6 +16,7 @@ import (
 	"github.com/drydockhq/drydock/llm"
 	"github.com/drydockhq/drydock/runtime/local"
 	"github.com/drydockhq/drydock/toolbox"
+	"github.com/google/go-cmp/cmp"
 )
 
 // bundle is a real sandbox (runtime/local: an in-process toolboxd over a
@@ -294,36 +295,24 @@ func TestCodeAndDesktopUnavailable(t *testing.T) {
 
 func TestRecall(t *testing.T) {
 	t.Parallel()
-	docs := []tools.Doc{
-		{Label: "step 1, bash result", Text: "installing dependencies\nnpm WARN deprecated"},
-		{Label: "step 2, bash result", Text: "Error: Cannot find module 'left-pad'\n    at Function.resolve"},
-		{Label: "step 3, your turn", Text: "The build works now."},
-		{Label: "step 4, bash result", Text: strings.Repeat("filler line\n", 500) + "TypeError: undefined is not a function in parser.ts\n" + strings.Repeat("more filler\n", 500)},
+	var queries []string
+	set := tools.New(tools.Env{Recall: func(_ context.Context, q string) (string, error) {
+		queries = append(queries, q)
+		if q == "broken" {
+			return "", errors.New("the index is gone")
+		}
+		return "--- step 2, bash result ---\nCannot find module 'left-pad'", nil
+	}})
+	run := func(input string) tools.Result {
+		return set.Run(t.Context(), llm.ToolCall{Name: "recall", Input: json.RawMessage(input)})
 	}
-	set := tools.New(tools.Env{History: func() []tools.Doc { return docs }})
-	r := set.Run(t.Context(), llm.ToolCall{Name: "recall", Input: json.RawMessage(`{"query":"left-pad module"}`)})
-	want(t, r, false, "step 2, bash result", "Cannot find module 'left-pad'")
-	if strings.Index(r.Output, "step 2") > strings.Index(r.Output+"step 1", "step 1") {
-		t.Errorf("best match is not first:\n%s", r.Output)
+	want(t, run(`{"query":"left-pad module"}`), false, "step 2, bash result", "Cannot find module 'left-pad'")
+	want(t, run(`{"query":"broken"}`), true, "recall: the index is gone")
+	want(t, run(`{"query":"  "}`), true, "query is required")
+	want(t, run(`{"query":"?!"}`), true, "query is required")
+	want(t, run(`{"query":7}`), true, "recall: invalid input")
+	if diff := cmp.Diff([]string{"left-pad module", "broken"}, queries); diff != "" {
+		t.Errorf("queries (-want +got):\n%s", diff)
 	}
-	r = set.Run(t.Context(), llm.ToolCall{Name: "recall", Input: json.RawMessage(`{"query":"TypeError parser.ts"}`)})
-	want(t, r, false, "step 4", "TypeError: undefined is not a function")
-	if len(r.Output) > 2000 {
-		t.Errorf("excerpt is %d bytes", len(r.Output))
-	}
-	want(t, set.Run(t.Context(), llm.ToolCall{Name: "recall", Input: json.RawMessage(`{"query":"kubernetes"}`)}), false, "Nothing in the job's history")
-	want(t, set.Run(t.Context(), llm.ToolCall{Name: "recall", Input: json.RawMessage(`{"query":"  "}`)}), true, "query is required")
-}
-
-func TestSearchRanksRareTermsHigher(t *testing.T) {
-	t.Parallel()
-	var docs []tools.Doc
-	for i := range 20 {
-		docs = append(docs, tools.Doc{Label: fmt.Sprint(i), Text: "the build ran the tests"})
-	}
-	docs = append(docs, tools.Doc{Label: "rare", Text: "the build failed: segfault in libfoo"})
-	hits := tools.Search(docs, []string{"build", "segfault"}, 3)
-	if len(hits) == 0 || docs[hits[0]].Label != "rare" {
-		t.Errorf("hits %v", hits)
-	}
+	want(t, tools.New(tools.Env{}).Run(t.Context(), llm.ToolCall{Name: "recall", Input: json.RawMessage(`{"query":"x"}`)}), true, "no history")
 }
