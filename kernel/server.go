@@ -335,6 +335,10 @@ func (k *Kernel) runServer(ctx context.Context, run *serverRun, log *slog.Logger
 	if err != nil {
 		return false, fmt.Errorf("start jupyter server: %w", err)
 	}
+	if sc.Socket != "" {
+		// Runs after p.stop: a server stopped by a signal leaves its socket.
+		defer os.Remove(sc.Socket)
+	}
 	defer p.stop()
 
 	client := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{

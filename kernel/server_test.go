@@ -199,6 +199,12 @@ func TestJupyterServerOnSocketFollowsTheBaseURL(t *testing.T) {
 			t.Errorf("tree page: %d", code)
 		}
 	}
+	if err := k.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(sock); !os.IsNotExist(err) {
+		t.Errorf("socket left behind: %v", err)
+	}
 }
 
 func TestJupyterServerRefusesBadBaseURLs(t *testing.T) {

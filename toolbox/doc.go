@@ -38,6 +38,20 @@
 //	GET    /v1/desktop/screenshot          Screenshot (501 without a desktop)
 //	POST   /v1/desktop/action              DesktopAction -> DesktopResult
 //	GET    /v1/desktop/vnc                 RFB over WebSocket
+//	POST   /v1/jupyter/start               {"base_url"} -> {"ready", "base_url"}: start (or move) Jupyter
+//	*      /v1/jupyter/proxy/{path...}     Jupyter's /{path}, any method, WebSockets too
+//
+// # Jupyter
+//
+// POST /v1/jupyter/start starts the Jupyter server for people (with the
+// classic notebook UI when the image has it) under base_url, the path prefix
+// its pages are reached under through the orchestrator; asked for another
+// base_url it restarts there. It answers once Jupyter answers, 503 with the
+// reason (and Retry-After) while it starts or when it cannot, and is safe to
+// repeat. /v1/jupyter/proxy/ forwards the rest of the path to Jupyter with
+// the request's Host, Jupyter's own token in place of toolboxd's, and no
+// request-id replay; the caller still needs toolboxd's token. Readiness
+// lists jupyter_server once a start has been asked for.
 //
 // Every path is confined to the workspace: relative paths are taken from the
 // workspace root, absolute paths must lie inside it, and neither ".." nor a
@@ -63,8 +77,9 @@
 // can tell what the daemon in an older sandbox image does:
 //
 //	1  first version: files, sessions, exec, health, code and desktop routes.
+//	2  POST /v1/jupyter/start and /v1/jupyter/proxy/.
 package toolbox
 
 // APIVersion is the version of toolboxd's HTTP API; see the package doc for
 // what each version changed.
-const APIVersion = 1
+const APIVersion = 2

@@ -135,6 +135,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		dsvc, d, k := services(ctx, drydock.Profile(*profile), *workspace, getenv(envVNCPass), logger)
 		defer k.Close()
 		cfg.Code = codeService{k}
+		cfg.Jupyter = jupyterService{k}
 		if d != nil {
 			defer d.Close()
 			cfg.Desktop = dsvc

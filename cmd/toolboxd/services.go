@@ -2,11 +2,14 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/drydockhq/drydock"
@@ -138,6 +141,22 @@ func (s codeService) Run(ctx context.Context, req toolbox.CodeRequest) (*toolbox
 	return out, nil
 }
 
+// jupyterService adapts the kernel's Jupyter server to
+// toolbox/server.Jupyter.
+type jupyterService struct{ k *kernel.Kernel }
+
+func (s jupyterService) Start(ctx context.Context, baseURL string) (string, error) {
+	u, err := s.k.StartServer(ctx, baseURL)
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimPrefix(u, "http://localhost"), nil
+}
+
+func (s jupyterService) Dial(ctx context.Context) (net.Conn, error) { return s.k.DialServer(ctx) }
+
+func (s jupyterService) Token() string { return s.k.ServerToken() }
+
 // services starts what the profile offers: code execution always, the
 // desktop for the desktop profile. Both supervise their processes in the
 // background, so the shell and files are usable at once and readiness
@@ -164,6 +183,9 @@ func services(ctx context.Context, profile drydock.Profile, workspace, vncPasswo
 		Dir:        workspace,
 		RuntimeDir: filepath.Join(runtimeDir, "kernel"),
 		Env:        env,
+		// A socket, not a port that code in the sandbox may want; named
+		// by pid so that two daemons on one host (tests) keep apart.
+		Server: kernel.ServerConfig{Socket: filepath.Join(runtimeDir, "kernel", fmt.Sprintf("jupyter-%d.sock", os.Getpid()))},
 	}, log)
 	if err := k.Start(ctx); err != nil {
 		log.Error("code kernel did not start", "err", err)

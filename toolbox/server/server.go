@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -51,6 +52,8 @@ type Config struct {
 	// the sandbox has none and their routes answer 501.
 	Desktop Desktop
 	Code    CodeRunner
+	// Jupyter is the Jupyter server for people; nil: its routes answer 501.
+	Jupyter Jupyter
 
 	MaxReadBytes int64
 	MaxSessions  int
@@ -108,6 +111,7 @@ type Server struct {
 	tokenH [32]byte
 
 	ws        *workspace
+	jupyter   http.Handler // the proxy to cfg.Jupyter
 	sessions  *sessionTable
 	stateDir  string
 	ownsState bool
@@ -134,6 +138,9 @@ func New(cfg Config, logger *slog.Logger) *Server {
 	s.tokenH = hashToken(cfg.Token)
 	s.stateDir = cfg.StateDir
 	s.sessions = newSessionTable(s)
+	if cfg.Jupyter != nil {
+		s.jupyter = newJupyterProxy(cfg.Jupyter, s)
+	}
 	s.routes()
 	return s
 }
@@ -196,6 +203,8 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /v1/desktop/screenshot", s.handleScreenshot)
 	s.mux.HandleFunc("POST /v1/desktop/action", s.handleDesktopAction)
 	s.mux.HandleFunc("GET /v1/desktop/vnc", s.handleVNC)
+	s.mux.HandleFunc("POST /v1/jupyter/start", s.handleJupyterStart)
+	s.mux.HandleFunc(jupyterProxyPrefix+"/{path...}", s.handleJupyterProxy)
 
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, s.log, drydock.Errorf(drydock.ENOTFOUND, "no route %s %s", r.Method, r.URL.Path))
@@ -218,7 +227,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, s.log, drydock.Errorf(drydock.EUNAUTHORIZED, "missing or invalid bearer token"))
 		return
 	}
-	if isMutating(r.Method) {
+	// Jupyter's requests are people's, proxied: not replayed, never buffered.
+	if isMutating(r.Method) && !strings.HasPrefix(r.URL.Path, jupyterProxyPrefix+"/") {
 		if id := r.Header.Get(toolbox.HeaderRequestID); id != "" {
 			s.idem.serve(w, r, id, s.log, s.mux)
 			return
