@@ -8,9 +8,11 @@ import (
 	"time"
 
 	"github.com/drydockhq/drydock"
+	"github.com/drydockhq/drydock/agent/transcript"
 	"github.com/drydockhq/drydock/llm"
 	"github.com/drydockhq/drydock/llm/anthropic"
 	"github.com/drydockhq/drydock/llm/openai"
+	"github.com/drydockhq/drydock/llm/tokens"
 	"github.com/drydockhq/drydock/toolbox"
 )
 
@@ -61,8 +63,19 @@ type Config struct {
 	// warning (default 3); see the package doc.
 	StuckLimit int
 	// MaxObservationBytes caps one tool result in the prompt and the log
-	// (default 40000); the whole output is saved in the workspace.
+	// (default 40000; less when the context budget is small); the whole
+	// output is saved in the workspace.
 	MaxObservationBytes int
+	// ContextBudget is the largest prompt, in tokens, of jobs that set
+	// none (metadata "context_budget"); 0 derives it from the model's
+	// context window less MaxOutputTokens. A known model's window is never
+	// exceeded.
+	ContextBudget int
+	// KeepObservations is how many of the latest tool results keep their
+	// whole output in the prompt (default 20); older ones are masked, and
+	// the oldest steps summarized when the budget is reached (see
+	// agent/transcript).
+	KeepObservations int
 	// Tool timeouts (see agent/tools.Env for the defaults).
 	BashTimeout     time.Duration
 	BashIdleTimeout time.Duration
@@ -111,6 +124,12 @@ func New(cfg Config, log *slog.Logger) (*Agent, error) {
 	}
 	if cfg.MaxObservationBytes <= 0 {
 		cfg.MaxObservationBytes = 40000
+	}
+	if cfg.KeepObservations <= 0 {
+		cfg.KeepObservations = transcript.DefaultKeepObservations
+	}
+	if cfg.ContextBudget < 0 || cfg.ContextBudget > 0 && cfg.ContextBudget < tokens.MinBudget {
+		return nil, drydock.Errorf(drydock.EINVALID, "the context budget must be at least %d tokens", tokens.MinBudget)
 	}
 	switch cfg.Images {
 	case "", "auto", "on", "off":

@@ -45,10 +45,17 @@ func (r *run) budget(ctx context.Context) error {
 
 // step asks the model for a turn, runs its tool calls, and records it all.
 func (r *run) step(ctx context.Context) error {
+	prompt, err := r.window.Prompt(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return fmt.Errorf("build the prompt: %w", err)
+	}
 	req := &llm.Request{
 		Model:     r.model,
 		System:    r.system,
-		Messages:  r.messages(),
+		Messages:  prompt.Messages,
 		Tools:     r.tools.Defs(),
 		MaxTokens: r.a.cfg.MaxOutputTokens,
 	}
@@ -64,6 +71,7 @@ func (r *run) step(ctx context.Context) error {
 		}
 		return r.fail(ctx, &drydock.Error{Code: code, Message: msg})
 	}
+	r.meter.Observe(prompt.Counted, resp.Usage)
 	r.steps++
 	step := r.steps
 	for i := range resp.ToolCalls {
@@ -88,7 +96,9 @@ func (r *run) step(ctx context.Context) error {
 		CostUSD:          cost,
 	}
 	r.usage = r.usage.Add(u)
-	if err := r.emit(ctx, drydock.EventUsage, usageEvent{Usage: u, Step: step, Model: r.model, CostKnown: known}); err != nil {
+	ue := usageEvent{Usage: u, Step: step, Model: r.model, CostKnown: known,
+		PromptCounted: prompt.Counted, PromptEstimate: prompt.Estimate, ContextBudget: r.window.Budget()}
+	if err := r.emit(ctx, drydock.EventUsage, ue); err != nil {
 		return err
 	}
 
@@ -143,20 +153,4 @@ func (r *run) step(ctx context.Context) error {
 		}
 	}
 	return nil
-}
-
-// messages builds the prompt from the log (see agent/transcript).
-func (r *run) messages() []llm.Message {
-	keep := r.a.cfg.KeepImages
-	if !r.images {
-		keep = 0
-	}
-	return transcript.Messages(r.events, transcript.Options{
-		Task:       taskMessage(r.ar.Job.Task),
-		KeepImages: keep,
-		Image: func(ref transcript.ImageRef) (llm.Image, bool) {
-			img, ok := r.imgs[ref.Path]
-			return img, ok
-		},
-	})
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/drydockhq/drydock/agent/tools"
 	"github.com/drydockhq/drydock/agent/transcript"
 	"github.com/drydockhq/drydock/llm"
+	"github.com/drydockhq/drydock/llm/tokens"
 	"github.com/drydockhq/drydock/toolbox"
 )
 
@@ -45,6 +46,10 @@ type run struct {
 	events []*drydock.Event
 	// history is what recall searches.
 	history *memory.History
+	// window builds each prompt within the context budget; meter counts
+	// its tokens, calibrated by the usage the provider reports.
+	window *transcript.Window
+	meter  *tokens.Meter
 	// imgs holds the images of observations, by workspace path.
 	imgs  map[string]llm.Image
 	ids   map[string]bool // tool call ids used so far
@@ -64,10 +69,24 @@ type usageEvent struct {
 	// CostKnown is false when the model has no known price; its cost is
 	// then counted as 0.
 	CostKnown bool `json:"cost_known"`
+	// Kind is "condensation" for a summary request of the context
+	// manager, empty for a step.
+	Kind string `json:"kind,omitempty"`
+	// PromptCounted is the request's size as counted before it was sent
+	// (uncalibrated) and PromptEstimate as calibrated; with the reported
+	// input they calibrate the counts of a resumed run.
+	PromptCounted  int `json:"prompt_counted,omitempty"`
+	PromptEstimate int `json:"prompt_estimate,omitempty"`
+	// ContextBudget is the budget the prompt was held to.
+	ContextBudget int `json:"context_budget,omitempty"`
 }
 
 func (a *Agent) start(ctx context.Context, ar *drydock.AgentRun) (*run, error) {
 	model := a.Model(ar.Job)
+	budget, err := a.contextBudget(ar.Job, model)
+	if err != nil {
+		return nil, err
+	}
 	r := &run{
 		a:        a,
 		ar:       ar,
@@ -115,7 +134,30 @@ func (a *Agent) start(ctx context.Context, ar *drydock.AgentRun) (*run, error) {
 		MaxSteps:  r.maxSteps,
 		Now:       a.cfg.Now(),
 	})
-	r.log.Info("agent run", "provider", a.Provider(), "resumed", resumed, "steps_done", r.steps, "tools", r.tools.Names())
+	r.meter = tokens.NewMeter(tokens.For(a.Provider(), model))
+	r.calibrate()
+	keepImages := a.cfg.KeepImages
+	if !r.images {
+		keepImages = 0
+	}
+	r.window = transcript.NewWindow(transcript.Config{
+		Task:             taskMessage(ar.Job.Task),
+		System:           r.system,
+		Tools:            r.tools.Defs(),
+		Model:            model,
+		Meter:            r.meter,
+		Budget:           budget,
+		KeepObservations: a.cfg.KeepObservations,
+		KeepImages:       keepImages,
+		Image: func(ref transcript.ImageRef) (llm.Image, bool) {
+			img, ok := r.imgs[ref.Path]
+			return img, ok
+		},
+		Events:   func() []*drydock.Event { return r.events },
+		Emit:     r.emit,
+		Complete: r.summarize,
+	})
+	r.log.Info("agent run", "provider", a.Provider(), "resumed", resumed, "steps_done", r.steps, "tools", r.tools.Names(), "context_budget", budget, "tokenizer", r.meter.Name())
 	if _, known := llm.Cost(model, llm.Usage{}); !known && !resumed {
 		r.emit(ctx, drydock.EventLog, map[string]string{"level": "warn",
 			"message": fmt.Sprintf("no price is known for model %s: its cost is counted as 0", model)})
@@ -316,7 +358,7 @@ func (r *run) keep(ctx context.Context, step int, call llm.ToolCall, res tools.R
 
 // maxObservation is the most one tool result may hold in the prompt.
 func (r *run) maxObservation() int {
-	return r.a.cfg.MaxObservationBytes
+	return min(r.a.cfg.MaxObservationBytes, r.window.ObservationBytes())
 }
 
 // cut keeps the head and tail of s within about n bytes, marking the gap.

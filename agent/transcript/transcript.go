@@ -2,8 +2,6 @@ package transcript
 
 import (
 	"encoding/json"
-	"fmt"
-	"strings"
 
 	"github.com/drydockhq/drydock"
 	"github.com/drydockhq/drydock/llm"
@@ -82,110 +80,45 @@ type Options struct {
 // a tool nor got a notice, since both APIs want the user to speak next.
 const Continue = "Continue with the task. Use the tools; call finish with a summary when the task is done."
 
-// Messages builds the conversation from the job's events: the task, then
-// for every model turn an assistant message and a user message with one
-// result per tool call (in call order; a call without an observation gets
-// an error result saying it was interrupted), with notices appended as
-// text. Events of other types, and observations that match no call, are
-// left out. The result always starts and ends with a user message.
+// Messages builds the whole conversation from the job's events, without a
+// budget (Window builds the budgeted one): the task, then for every model
+// turn an assistant message and a user message with one result per tool
+// call (in call order; a call without an observation gets an error result
+// saying it was interrupted), with notices appended as text. Events of
+// other types, and observations that match no call, are left out. The
+// result always starts and ends with a user message.
 func Messages(events []*drydock.Event, opt Options) []llm.Message {
-	keep := imageKeepers(events, opt.KeepImages)
-	msgs := []llm.Message{{Role: llm.RoleUser, Text: opt.Task}}
-	// msgs[cur] is the user turn being assembled; calls are the tool calls
-	// it must answer, results their answers so far.
-	cur := 0
-	var calls []llm.ToolCall
-	var results []*llm.ToolResult
-	closeTurn := func() {
-		if len(calls) == 0 {
-			return
-		}
-		for i, c := range calls {
-			r := results[i]
-			if r == nil {
-				r = &llm.ToolResult{CallID: c.ID, Name: c.Name, IsError: true,
-					Output: "This tool call was interrupted before it returned; its effect is unknown. Check the state before repeating it."}
-			}
-			msgs[cur].ToolResults = append(msgs[cur].ToolResults, *r)
-		}
-		calls, results = nil, nil
-	}
-	for i, e := range events {
-		switch e.Type {
-		case drydock.EventModel:
-			var t ModelTurn
-			if json.Unmarshal(e.Data, &t) != nil {
-				continue
-			}
-			closeTurn()
-			if strings.TrimSpace(t.Text) == "" && len(t.ToolCalls) == 0 {
-				continue // nothing to show; what follows joins the current user turn
-			}
-			msgs = append(msgs, llm.Message{Role: llm.RoleAssistant, Text: t.Text, ToolCalls: t.ToolCalls},
-				llm.Message{Role: llm.RoleUser})
-			cur = len(msgs) - 1
-			calls = t.ToolCalls
-			results = make([]*llm.ToolResult, len(calls))
-		case drydock.EventObservation:
-			var o Observation
-			if json.Unmarshal(e.Data, &o) != nil {
-				continue
-			}
-			for k, c := range calls {
-				if c.ID == o.ID && results[k] == nil {
-					results[k] = result(o, keep[i], opt)
-					break
-				}
-			}
-		case drydock.EventLog:
-			var n Notice
-			if json.Unmarshal(e.Data, &n) != nil || !n.Notice || n.Message == "" {
-				continue
-			}
-			msgs[cur].Text = join(msgs[cur].Text, n.Message)
-		}
-	}
-	closeTurn()
-	// Drop a trailing empty user turn (a turn with neither results nor text
-	// cannot be sent), then make sure the user speaks last.
-	if last := msgs[len(msgs)-1]; last.Role == llm.RoleUser && last.Text == "" && len(last.ToolResults) == 0 && len(last.Images) == 0 {
-		msgs = msgs[:len(msgs)-1]
-	}
-	if msgs[len(msgs)-1].Role == llm.RoleAssistant {
-		msgs = append(msgs, llm.Message{Role: llm.RoleUser, Text: Continue})
+	var l log
+	l.read(events)
+	msgs := []llm.Message{{Role: llm.RoleUser, Text: joinAll(opt.Task, l.head)}}
+	show := imageKeepers(l.units, opt.KeepImages, 0)
+	for _, u := range l.units {
+		a, m := u.messages(render{show: show}, opt.Image)
+		msgs = append(msgs, a, m)
 	}
 	return msgs
 }
 
-func result(o Observation, showImages bool, opt Options) *llm.ToolResult {
-	r := &llm.ToolResult{CallID: o.ID, Name: o.Name, Output: o.Output, IsError: o.IsError}
-	for _, ref := range o.Images {
-		if showImages && opt.Image != nil {
-			if img, ok := opt.Image(ref); ok {
-				r.Images = append(r.Images, img)
-				continue
+// imageKeepers marks the latest n results with images among the units
+// after step masked (whose results are masked, images included).
+func imageKeepers(units []*unit, n, masked int) map[*Observation]bool {
+	keep := map[*Observation]bool{}
+	for i := len(units) - 1; i >= 0 && len(keep) < n && units[i].step > masked; i-- {
+		u := units[i]
+		for k := len(u.results) - 1; k >= 0 && len(keep) < n; k-- {
+			if r := u.results[k]; r != nil && len(r.Images) > 0 {
+				keep[r] = true
 			}
-		}
-		r.Output = join(r.Output, fmt.Sprintf("[image not shown: %s]", ref.Path))
-	}
-	return r
-}
-
-// imageKeepers marks the indexes of the latest n observations with images.
-func imageKeepers(events []*drydock.Event, n int) map[int]bool {
-	keep := map[int]bool{}
-	for i := len(events) - 1; i >= 0 && len(keep) < n; i-- {
-		if events[i].Type != drydock.EventObservation {
-			continue
-		}
-		var o struct {
-			Images []ImageRef `json:"images"`
-		}
-		if json.Unmarshal(events[i].Data, &o) == nil && len(o.Images) > 0 {
-			keep[i] = true
 		}
 	}
 	return keep
+}
+
+func joinAll(first string, rest []string) string {
+	for _, s := range rest {
+		first = join(first, s)
+	}
+	return first
 }
 
 func join(a, b string) string {

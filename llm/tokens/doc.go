@@ -15,7 +15,8 @@
 // request, and scales later counts by it.
 //
 //	m := tokens.NewMeter(tokens.For("anthropic", "claude-sonnet-4-5"))
-//	n := m.Request(req)          // estimate before sending
+//	counted := m.Request(req)    // before sending
+//	estimate := m.Scale(counted) // what the provider should report
 //	resp, _ := provider.Complete(ctx, req)
-//	m.Observe(m.Count(req), resp.Usage)
+//	m.Observe(counted, resp.Usage)
 package tokens

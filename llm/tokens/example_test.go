@@ -12,7 +12,7 @@ import (
 func Example() {
 	m := tokens.NewMeter(tokens.For("openai", "gpt-4.1"))
 	req := &llm.Request{Model: "gpt-4.1", Messages: []llm.Message{{Role: llm.RoleUser, Text: "hello world"}}}
-	counted := m.Count(req)
+	counted := m.Request(req)
 	fmt.Println(counted, m.Scale(counted))
 	m.Observe(counted, llm.Usage{InputTokens: 18}) // what the provider reported
 	fmt.Println(m.Scale(counted))

@@ -28,8 +28,8 @@ type Meter struct {
 // NewMeter returns a meter that counts with c, uncalibrated.
 func NewMeter(c Counter) *Meter { return &Meter{Counter: c} }
 
-// Count counts a request without calibration.
-func (m *Meter) Count(req *llm.Request) int { return Request(m.Counter, req) }
+// Request counts a request without calibration.
+func (m *Meter) Request(req *llm.Request) int { return Request(m.Counter, req) }
 
 // Observe records what the provider reported for a request counted as
 // counted: the prompt's size is InputTokens plus the cached tokens.

@@ -100,7 +100,7 @@ func TestRequestCountsEveryPart(t *testing.T) {
 	if want := text + 3 + 4 + 10 + 12 + 8 + 8 + tokens.ImageTokens; got != want {
 		t.Errorf("Request = %d, want %d", got, want)
 	}
-	if m := tokens.NewMeter(c); m.Count(req) != got || m.Scale(got) != got {
+	if m := tokens.NewMeter(c); m.Request(req) != got || m.Scale(got) != got {
 		t.Errorf("an uncalibrated meter changes the count")
 	}
 }

@@ -1,0 +1,72 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+	"strings"
+
+	"github.com/drydockhq/drydock"
+	"github.com/drydockhq/drydock/llm"
+	"github.com/drydockhq/drydock/llm/tokens"
+)
+
+// MetadataContextBudget is the job metadata key that sets the job's
+// context budget in tokens (until the job spec has a field for it).
+const MetadataContextBudget = "context_budget"
+
+// contextBudget is the largest prompt of a job's requests: its own
+// setting, else the configured one, else the model's window less the
+// reply's room; never past a known model's window.
+func (a *Agent) contextBudget(job *drydock.Job, model string) (int, error) {
+	want := a.cfg.ContextBudget
+	if v, ok := job.Metadata[MetadataContextBudget]; ok {
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil || n < tokens.MinBudget {
+			return 0, drydock.Errorf(drydock.EINVALID, "metadata %s must be a number of tokens of at least %d, not %q", MetadataContextBudget, tokens.MinBudget, v)
+		}
+		want = n
+	}
+	return tokens.Budget(model, a.cfg.MaxOutputTokens, want), nil
+}
+
+// calibrate replays the token counts and reported usage of the steps in
+// the history, so that a resumed run counts as the first run had learnt to.
+func (r *run) calibrate() {
+	for _, e := range r.events {
+		if e.Type != drydock.EventUsage {
+			continue
+		}
+		var u usageEvent
+		if json.Unmarshal(e.Data, &u) == nil && u.PromptCounted > 0 && u.Kind == "" {
+			r.meter.Observe(u.PromptCounted, llm.Usage{InputTokens: u.InputTokens, CacheReadTokens: u.CacheReadTokens, CacheWriteTokens: u.CacheWriteTokens})
+		}
+	}
+}
+
+// summarize asks the model for a summary of older steps (see
+// agent/transcript) and accounts for it like a step's request, so that
+// the job's token and cost budgets include it.
+func (r *run) summarize(ctx context.Context, req *llm.Request) (*llm.Response, error) {
+	counted := r.meter.Request(req)
+	resp, err := r.a.provider.Complete(ctx, req)
+	if err != nil {
+		r.log.Warn("summary request failed", "err", r.mask.String(err.Error()))
+		return nil, err
+	}
+	cost, known := llm.Cost(r.model, resp.Usage)
+	u := drydock.Usage{
+		InputTokens:      resp.Usage.InputTokens,
+		OutputTokens:     resp.Usage.OutputTokens,
+		CacheReadTokens:  resp.Usage.CacheReadTokens,
+		CacheWriteTokens: resp.Usage.CacheWriteTokens,
+		CostUSD:          cost,
+	}
+	r.usage = r.usage.Add(u)
+	ev := usageEvent{Usage: u, Step: r.steps, Model: r.model, CostKnown: known, Kind: "condensation",
+		PromptCounted: counted, PromptEstimate: r.meter.Scale(counted), ContextBudget: r.window.Budget()}
+	if err := r.emit(ctx, drydock.EventUsage, ev); err != nil {
+		return nil, err
+	}
+	return resp, nil
+}
