@@ -122,6 +122,7 @@ func (r *run) step(ctx context.Context) error {
 			r.outcome = &drydock.AgentOutcome{Summary: res.Summary}
 		}
 	}
+	r.history.Read(r.events)
 	if err := r.ar.Progress(ctx, r.steps, r.usage); err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()

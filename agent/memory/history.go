@@ -52,9 +52,10 @@ func NewHistory(files Files, dir string) *History {
 // Index is the index the History fills.
 func (h *History) Index() *Index { return h.ix }
 
-// Sync indexes the events it has not seen (the log only grows) and the
-// saved outputs that are new or have grown since.
-func (h *History) Sync(ctx context.Context, events []*drydock.Event) error {
+// Read indexes the events it has not seen (the log only grows). The
+// agent calls it after every step, so that the first recall does not pay
+// for indexing the whole log.
+func (h *History) Read(events []*drydock.Event) {
 	if h.seen > len(events) {
 		h.seen = 0 // a different log: start over
 	}
@@ -62,6 +63,12 @@ func (h *History) Sync(ctx context.Context, events []*drydock.Event) error {
 		h.add(i, events[i])
 	}
 	h.seen = len(events)
+}
+
+// Sync indexes the events it has not seen and the saved outputs that are
+// new or have grown since.
+func (h *History) Sync(ctx context.Context, events []*drydock.Event) error {
+	h.Read(events)
 	if h.files == nil || h.dir == "" {
 		return nil
 	}

@@ -28,7 +28,7 @@ func (w *Window) condense(ctx context.Context) error {
 	if len(live) < 2 {
 		return nil
 	}
-	base := w.cfg.Meter.Scale(w.fixed+tokens.Message(w.cfg.Meter, llm.Message{Text: joinAll(w.cfg.Task, w.log.head)})) + w.summaryMax()
+	base := w.cfg.Meter.Scale(w.fixed+w.task) + w.summaryMax()
 	room := max(w.limit-base, 0) / 2
 	keep := len(live) - 1
 	used := w.cfg.Meter.Scale(w.unitTokens(live[keep], false))
@@ -88,7 +88,7 @@ Leave out what no longer matters. At most about %d words, plain text with short 
 	task := w.cfg.Task
 	fixed := tokens.Request(w.cfg.Meter, &llm.Request{System: summarySystem, Messages: []llm.Message{{Role: llm.RoleUser, Text: frame("", "", 0, 0)}}})
 	room := w.limit - w.cfg.Meter.Scale(fixed) - 50
-	if t := w.cfg.Meter.Request(&llm.Request{Messages: []llm.Message{{Text: task}}}); w.cfg.Meter.Scale(t) > room/4 {
+	if w.cfg.Meter.Scale(w.task) > room/4 {
 		task = w.clipTokens(task, room/4)
 	}
 	room -= w.cfg.Meter.Scale(w.cfg.Meter.Count(task))

@@ -68,6 +68,7 @@ type Window struct {
 	cfg   Config
 	log   log
 	fixed int // system prompt and tools, counted
+	task  int // the task message alone, counted
 	limit int // the budget less a margin for counting errors
 	memo  struct {
 		text string
@@ -88,6 +89,7 @@ func NewWindow(cfg Config) *Window {
 	}
 	w := &Window{cfg: cfg}
 	w.fixed = tokens.Request(cfg.Meter, &llm.Request{System: cfg.System, Tools: cfg.Tools})
+	w.task = tokens.Message(cfg.Meter, llm.Message{Text: cfg.Task})
 	w.limit = cfg.Budget - max(cfg.Budget/20, 100)
 	return w
 }
@@ -109,7 +111,7 @@ func (w *Window) Budget() int { return w.cfg.Budget }
 // recorded: about a quarter of the room the fixed part of the prompt
 // leaves, so that a few recent results always fit.
 func (w *Window) ObservationBytes() int {
-	room := w.limit - w.fixed - w.cfg.Meter.Request(&llm.Request{Messages: []llm.Message{{Text: w.cfg.Task}}})
+	room := w.limit - w.fixed - w.task
 	return max(room/4*3, 2000)
 }
 
@@ -202,7 +204,7 @@ func (w *Window) estimate(masked int) int { return w.cfg.Meter.Scale(w.count(mas
 // summaryMax is the most tokens a summary may take: a quarter of the room
 // the fixed part leaves, within [256, 4000].
 func (w *Window) summaryMax() int {
-	room := w.limit - w.cfg.Meter.Scale(w.fixed+tokens.Message(w.cfg.Meter, llm.Message{Text: w.cfg.Task}))
+	room := w.limit - w.cfg.Meter.Scale(w.fixed+w.task)
 	return min(max(room/4, 256), 4000)
 }
 
@@ -210,7 +212,7 @@ func (w *Window) summaryMax() int {
 // fixed part, a full-sized summary, and half of the room left for steps,
 // so that the next overflow is many steps away.
 func (w *Window) target() int {
-	base := w.cfg.Meter.Scale(w.fixed + tokens.Message(w.cfg.Meter, llm.Message{Text: w.cfg.Task}))
+	base := w.cfg.Meter.Scale(w.fixed + w.task)
 	base += w.summaryMax()
 	return base + max(w.limit-base, 0)/2
 }
@@ -309,10 +311,10 @@ func (w *Window) render(live []*unit, masked, clip, taskClip int) *Prompt {
 		a, m := u.messages(render{masked: u.step <= masked, show: show, clip: clip}, w.cfg.Image)
 		msgs = append(msgs, a, m)
 	}
-	n := w.fixed + tokens.Messages(w.cfg.Meter, msgs)
-	if clip == 0 && taskClip == 0 {
-		// The memoized count, so that a long prompt is not tokenized again.
-		n = w.count(masked)
+	// Uncut, the memoized count: a long prompt is not tokenized again.
+	n := w.count(masked)
+	if clip > 0 || taskClip > 0 {
+		n = w.fixed + tokens.Messages(w.cfg.Meter, msgs)
 	}
 	return &Prompt{Messages: msgs, Counted: n, Estimate: w.cfg.Meter.Scale(n)}
 }

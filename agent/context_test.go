@@ -1,0 +1,323 @@
+package agent_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/drydockhq/drydock"
+	"github.com/drydockhq/drydock/agent"
+	"github.com/drydockhq/drydock/agent/transcript"
+	"github.com/drydockhq/drydock/llm"
+	"github.com/drydockhq/drydock/llm/llmtest"
+	"github.com/drydockhq/drydock/llm/tokens"
+)
+
+// longRun is the scripted model of a long job: each step runs a command
+// printing about 1 KB; step needleStep prints a random launch code made in
+// the sandbox, which the model reads from the result; step recallStep
+// recalls it; the last step finishes. Summary requests (no tools offered)
+// are answered with a summary naming the steps they fold.
+type longRun struct {
+	steps, needleStep, recallStep int
+
+	mu     sync.Mutex
+	n      int    // tool requests so far
+	needle string // the launch code, once seen
+	// byStep holds each step's request.
+	byStep    map[int]*llmtest.Request
+	summaries int
+}
+
+var (
+	launchCode = regexp.MustCompile(`launch code: ([0-9a-f]{16})`)
+	foldRange  = regexp.MustCompile(`<steps from="(\d+)" to="(\d+)">`)
+)
+
+func (m *longRun) answer(req *llmtest.Request) llmtest.Turn {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(req.Tools) == 0 {
+		m.summaries++
+		r := foldRange.FindStringSubmatch(req.LastUser().Text)
+		if r == nil {
+			return llmtest.Turn{Text: "Summary: no steps found."}
+		}
+		return llmtest.Turn{Text: fmt.Sprintf("Summary of steps 1 to %s: each step printed twenty numbered lorem ipsum lines; step %d printed the launch code (use recall to find it). Nothing failed.", r[2], m.needleStep)}
+	}
+	m.n++
+	n := m.n
+	m.byStep[n] = req
+	if n == m.needleStep+1 && len(req.LastUser().ToolResults) > 0 {
+		if c := launchCode.FindStringSubmatch(req.LastUser().ToolResults[0].Output); c != nil {
+			m.needle = c[1]
+		}
+	}
+	var c llm.ToolCall
+	switch {
+	case n == m.steps:
+		c = call("finish", map[string]string{"summary": "ran all the steps"})
+	case n == m.needleStep:
+		c = call("bash", map[string]string{"command": `echo "launch code: $(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')"`})
+	case n == m.recallStep:
+		c = call("recall", map[string]string{"query": "launch code"})
+	case n > 50 && n%50 == 25:
+		// Recalls of older outputs, for their latency.
+		c = call("recall", map[string]string{"query": fmt.Sprintf("step %d line 7", n-40)})
+	default:
+		c = call("bash", map[string]string{"command": fmt.Sprintf("seq -f 'step %d line %%g: lorem ipsum dolor sit amet, consectetur' 1 20", n)})
+	}
+	return llmtest.Turn{Text: fmt.Sprintf("Step %d.", n), ToolCalls: []llm.ToolCall{c}}
+}
+
+// steps is the length of the long runs: 1,000 with DRYDOCK_TEST_LONG=1,
+// else 300 so that the default suite stays quick.
+func longSteps() int {
+	if n, _ := strconv.Atoi(os.Getenv("DRYDOCK_TEST_LONG")); n > 0 {
+		if n == 1 {
+			return 1000
+		}
+		return n
+	}
+	return 300
+}
+
+// A long run under an 8k-token budget: every request the model receives
+// fits (as the model server counts it), the run completes, condensations
+// and masks are in the log, and a launch code printed at step 10 and long
+// gone from the prompt is found with recall near the end and shown to the
+// model in the tool result.
+func TestLongRunStaysWithinTheBudget(t *testing.T) {
+	t.Parallel()
+	const budget = 8000
+	steps := longSteps()
+	apis(t, func(t *testing.T, api string) {
+		m := &longRun{steps: steps, needleStep: 10, recallStep: steps * 9 / 10, byStep: map[int]*llmtest.Request{}}
+		b := setup(t, api, llmtest.Options{Func: m.answer}, agent.Config{MaxSteps: steps + 10})
+		j := job("Run the scripted steps.")
+		j.Metadata = map[string]string{agent.MetadataContextBudget: strconv.Itoa(budget)}
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
+		defer cancel()
+		start := time.Now()
+		out, err := b.agent.Run(ctx, &drydock.AgentRun{Job: j, Sandbox: b.sb, Events: b.rec,
+			Progress: func(context.Context, int, drydock.Usage) error { return nil }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		elapsed := time.Since(start)
+		if out.Summary != "ran all the steps" {
+			t.Errorf("summary %q", out.Summary)
+		}
+
+		reqs := b.srv.Requests()
+		over := 0
+		for _, r := range reqs {
+			if in := r.Answer.Usage.InputTokens; in > budget {
+				over++
+				if over < 5 {
+					t.Errorf("request %d (%d messages, tools %v): %d input tokens over the %d budget", r.N, len(r.Messages), len(r.Tools) > 0, in, budget)
+				}
+			}
+		}
+		if over > 0 {
+			t.Errorf("%d of %d requests over the budget", over, len(reqs))
+		}
+		if len(m.byStep) != steps {
+			t.Fatalf("%d steps asked for; want %d", len(m.byStep), steps)
+		}
+
+		conds := b.rec.ofType(drydock.EventCondensation)
+		var masks int
+		for _, e := range b.rec.ofType(drydock.EventLog) {
+			if strings.Contains(string(e.Data), `"kind":"`+transcript.KindMask+`"`) {
+				masks++
+			}
+		}
+		if len(conds) < steps/50 || masks == 0 {
+			t.Errorf("%d condensations and %d masks in %d steps", len(conds), masks, steps)
+		}
+		for i, e := range conds {
+			var c transcript.Condensation
+			if err := json.Unmarshal(e.Data, &c); err != nil {
+				t.Fatal(err)
+			}
+			if c.Kind != transcript.KindSummary || c.Depth != i || !strings.HasPrefix(c.Summary, "Summary of steps 1 to "+strconv.Itoa(c.ThroughStep)) {
+				t.Errorf("condensation %d: %+v", i, c)
+				break
+			}
+		}
+		if m.summaries != len(conds) {
+			t.Errorf("%d summary requests for %d condensations", m.summaries, len(conds))
+		}
+
+		// The needle: gone from the prompt before the recall, in the
+		// result the model reads after it.
+		if m.needle == "" {
+			t.Fatal("the launch code never reached the model")
+		}
+		if before := m.byStep[m.recallStep]; strings.Contains(string(before.Body), m.needle) {
+			t.Errorf("the launch code is still in the prompt at step %d; recall proves nothing", m.recallStep)
+		}
+		after := m.byStep[m.recallStep+1].LastUser()
+		if len(after.ToolResults) != 1 || !strings.Contains(after.ToolResults[0].Output, m.needle) || !strings.Contains(after.ToolResults[0].Output, "step 10, bash result") {
+			t.Errorf("the recall result the model received lacks the launch code %s:\n%+v", m.needle, after.ToolResults)
+		}
+
+		// Each periodic recall found its step's output.
+		var lat []time.Duration
+		var called time.Time
+		for _, e := range b.rec.Events() {
+			switch e.Type {
+			case drydock.EventToolCall:
+				called = e.Time
+			case drydock.EventObservation:
+				var o transcript.Observation
+				if json.Unmarshal(e.Data, &o) != nil || o.Name != "recall" {
+					continue
+				}
+				lat = append(lat, e.Time.Sub(called))
+				if o.Step != m.recallStep && !strings.Contains(o.Output, fmt.Sprintf("step %d line 7: lorem", o.Step-40)) {
+					t.Errorf("recall at step %d missed step %d's output:\n%s", o.Step, o.Step-40, o.Output)
+				}
+			}
+		}
+		slices.Sort(lat)
+
+		fig := measure(t, b, reqs, m)
+		t.Logf("%s: %d steps in %s (%.1f ms/step); %d condensations, %d masks; cache hit ratio %.1f%% (estimated prefix reuse); prompt tokens p50 %d, max %d; naive at the end %d; %d recalls, latency p50 %s, max %s",
+			api, steps, elapsed.Round(time.Millisecond), float64(elapsed.Milliseconds())/float64(steps), len(conds), masks, 100*fig.hitRatio, fig.p50, fig.max, fig.naiveLast,
+			len(lat), lat[len(lat)/2].Round(time.Microsecond), lat[len(lat)-1].Round(time.Microsecond))
+	})
+}
+
+// figures are what the benchmark reports of a long run.
+type figures struct {
+	hitRatio            float64
+	p50, max, naiveLast int
+}
+
+// measure computes the long run's figures and, with DRYDOCK_TEST_FIGURES
+// set, logs a table of prompt sizes every tenth of the run against the
+// naive prompt (the whole history), for docs/BENCHMARKS.md.
+func measure(t *testing.T, b *bundle, reqs []*llmtest.Request, m *longRun) figures {
+	var f figures
+	var sizes []int
+	var hit, total int64
+	var prev *llmtest.Request
+	for _, r := range reqs {
+		if len(r.Tools) == 0 {
+			continue // summary requests are counted apart
+		}
+		sizes = append(sizes, int(r.Answer.Usage.InputTokens))
+		s, n := prefix(prev, r)
+		hit, total = hit+int64(s), total+int64(n)
+		prev = r
+	}
+	f.hitRatio = float64(hit) / float64(total)
+	sorted := append([]int(nil), sizes...)
+	slices.Sort(sorted)
+	f.p50, f.max = sorted[len(sorted)/2], sorted[len(sorted)-1]
+
+	// The naive prompt: the whole conversation up to a step, counted with
+	// the same counter and scaled like the provider's count.
+	counter := tokens.For(b.api, b.model)
+	events := b.rec.Events()
+	naiveAt := func(step int) int {
+		var upto []*drydock.Event
+		for _, e := range events {
+			if e.Type == drydock.EventModel {
+				var mt transcript.ModelTurn
+				if json.Unmarshal(e.Data, &mt) == nil && mt.Step >= step {
+					break
+				}
+			}
+			upto = append(upto, e)
+		}
+		r := m.byStep[step]
+		msgs := transcript.Messages(upto, transcript.Options{Task: "Your task:\n\n" + "Run the scripted steps."})
+		full := tokens.Request(counter, &llm.Request{System: r.System, Tools: r.Tools, Messages: msgs})
+		own := tokens.Request(counter, &llm.Request{System: r.System, Tools: r.Tools, Messages: r.Messages})
+		return int(float64(full) * float64(r.Answer.Usage.InputTokens) / float64(own))
+	}
+	f.naiveLast = naiveAt(m.steps)
+	if os.Getenv("DRYDOCK_TEST_FIGURES") != "" {
+		var rows []string
+		var sent, naiveSent int64
+		for step := 1; step <= m.steps; step++ {
+			sent += m.byStep[step].Answer.Usage.InputTokens
+		}
+		for k := 1; k <= 10; k++ {
+			step := m.steps * k / 10
+			rows = append(rows, fmt.Sprintf("| %d | %d | %d |", step, m.byStep[step].Answer.Usage.InputTokens, naiveAt(step)))
+		}
+		// The naive total grows as the sum of a line: sampled every step it
+		// costs a tokenization of the whole history each time, so it is
+		// integrated from the samples.
+		last := 0
+		for k := 1; k <= 10; k++ {
+			step := m.steps * k / 10
+			n := naiveAt(step)
+			naiveSent += int64(step-last) * int64(n+naiveAt(max(last, 1))) / 2
+			last = step
+		}
+		var condIn, condOut int64
+		for _, e := range b.rec.ofType(drydock.EventUsage) {
+			var u struct {
+				Kind   string `json:"kind"`
+				Input  int64  `json:"input_tokens"`
+				Output int64  `json:"output_tokens"`
+			}
+			if json.Unmarshal(e.Data, &u) == nil && u.Kind == "condensation" {
+				condIn += u.Input
+				condOut += u.Output
+			}
+		}
+		t.Logf("%s prompt tokens by step (provider's count):\n| step | budgeted | naive |\n|---|---|---|\n%s\ntotal input sent: %d budgeted vs about %d naive; condensations cost %d input + %d output tokens",
+			b.api, strings.Join(rows, "\n"), sent, naiveSent, condIn, condOut)
+	}
+	return f
+}
+
+// prefix measures what a prompt cache could reuse of r after prev: the
+// tools, the system prompt and the messages both share from the start,
+// against r's size, in bytes of a canonical encoding (the provider's
+// tokens are in proportion).
+func prefix(prev, r *llmtest.Request) (shared, total int) {
+	size := func(v any) int {
+		b, _ := json.Marshal(v)
+		return len(b)
+	}
+	fixed := size(r.System) + size(r.Tools)
+	total = fixed
+	for _, m := range r.Messages {
+		total += size(m)
+	}
+	if prev == nil || prev.System != r.System || size(prev.Tools) != size(r.Tools) {
+		return 0, total
+	}
+	shared = fixed
+	for i := range min(len(prev.Messages), len(r.Messages)) {
+		a, b := size(prev.Messages[i]), size(r.Messages[i])
+		if a != b {
+			break
+		}
+		if x, y := mustJSON(prev.Messages[i]), mustJSON(r.Messages[i]); x != y {
+			break
+		}
+		shared += b
+	}
+	return shared, total
+}
+
+func mustJSON(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
