@@ -19,6 +19,7 @@ import (
 	"github.com/drydockhq/drydock/llm"
 	"github.com/drydockhq/drydock/llm/llmtest"
 	"github.com/drydockhq/drydock/llm/tokens"
+	"github.com/google/go-cmp/cmp"
 )
 
 // longRun is the scripted model of a long job: each step runs a command
@@ -320,4 +321,157 @@ func prefix(prev, r *llmtest.Request) (shared, total int) {
 func mustJSON(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
+}
+
+// usages decodes the usage events of steps (not of summaries).
+func usages(t *testing.T, b *bundle) []map[string]any {
+	t.Helper()
+	var out []map[string]any
+	for _, e := range b.rec.ofType(drydock.EventUsage) {
+		var u map[string]any
+		if err := json.Unmarshal(e.Data, &u); err != nil {
+			t.Fatal(err)
+		}
+		if u["kind"] == nil {
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
+// The budget: the model's window less the reply's room, unless the
+// configuration or the job's metadata set one (never past the window).
+func TestContextBudgetSettings(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name     string
+		cfg      int
+		metadata string
+		want     int
+	}{
+		{"default", 0, "", 200_000 - 8192},
+		{"config", 50_000, "", 50_000},
+		{"metadata", 50_000, "9000", 9000},
+		{"past the window", 0, "900000", 200_000 - 8192},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, agent.ProviderAnthropic, llmtest.Options{Turns: []llmtest.Turn{finish("done")}}, agent.Config{ContextBudget: tt.cfg})
+			j := job("Do it.")
+			if tt.metadata != "" {
+				j.Metadata = map[string]string{agent.MetadataContextBudget: tt.metadata}
+			}
+			if _, err := b.run(t.Context(), j, nil); err != nil {
+				t.Fatal(err)
+			}
+			u := usages(t, b)
+			if len(u) != 1 || u[0]["context_budget"] != float64(tt.want) {
+				t.Errorf("usage %v; want context_budget %d", u, tt.want)
+			}
+			if c, e := u[0]["prompt_counted"].(float64), u[0]["prompt_estimate"].(float64); c < 2000 || e != c {
+				t.Errorf("first request counted %v, estimated %v: want equal (nothing to calibrate with yet)", c, e)
+			}
+		})
+	}
+	for _, bad := range []string{"lots", "100", "-5"} {
+		b := setup(t, agent.ProviderOpenAI, llmtest.Options{}, agent.Config{})
+		j := job("Do it.")
+		j.Metadata = map[string]string{agent.MetadataContextBudget: bad}
+		_, err := b.run(t.Context(), j, nil)
+		if drydock.ErrorCode(err) != drydock.EINVALID {
+			t.Fatalf("context_budget %q: %v", bad, err)
+		}
+		contains(t, "error", drydock.ErrorMessage(err), "metadata context_budget must be a number of tokens of at least 4000")
+	}
+	if _, err := agent.New(agent.Config{ContextBudget: 100}, nil); drydock.ErrorCode(err) != drydock.EINVALID {
+		t.Errorf("config budget 100: %v", err)
+	}
+}
+
+// Under a small budget, outputs are cut at ingest to a share of it (the
+// whole output saved and named), and the next request still fits.
+func TestSmallBudgetCutsLongOutputsAtIngest(t *testing.T) {
+	t.Parallel()
+	b := setup(t, agent.ProviderOpenAI, llmtest.Options{Turns: []llmtest.Turn{
+		{ToolCalls: []llm.ToolCall{call("bash", map[string]string{"command": "seq 1 4000 | sed 's/^/row /'"})}},
+		finish("looked"),
+	}}, agent.Config{})
+	j := job("Look.")
+	j.Metadata = map[string]string{agent.MetadataContextBudget: "8000"}
+	if _, err := b.run(t.Context(), j, nil); err != nil {
+		t.Fatal(err)
+	}
+	o := b.rec.observations(t)[0]
+	if !o.Truncated || o.OutputPath == "" || len(o.Output) > 6000 || len(o.Output) < 2000 {
+		t.Fatalf("observation of %d bytes, truncated %v, path %q", len(o.Output), o.Truncated, o.OutputPath)
+	}
+	contains(t, "observation", o.Output, "row 1\n", "row 4000", "the whole output is in ", o.OutputPath)
+	contains(t, "saved output", b.file(t, o.OutputPath), "row 2000\n")
+	for _, r := range b.srv.Requests() {
+		if r.Answer.Usage.InputTokens > 8000 {
+			t.Errorf("request %d: %d tokens", r.N, r.Answer.Usage.InputTokens)
+		}
+	}
+}
+
+// A run cut short after condensations resumes with the same prompt it
+// would have sent: the summary, the masks and the calibration all come back
+// from the log.
+func TestResumeAfterCondensations(t *testing.T) {
+	t.Parallel()
+	apis(t, func(t *testing.T, api string) {
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		m := &longRun{steps: 1000, needleStep: -1, recallStep: -1, byStep: map[int]*llmtest.Request{}}
+		const stop = 60
+		b := setup(t, api, llmtest.Options{Func: func(r *llmtest.Request) llmtest.Turn {
+			if len(r.Tools) > 0 && len(m.byStep) == stop-1 {
+				m.mu.Lock()
+				m.byStep[stop] = r
+				m.mu.Unlock()
+				cancel() // the orchestrator goes away while the model thinks
+				return llmtest.Turn{Text: "never seen", Delay: time.Minute}
+			}
+			return m.answer(r)
+		}}, agent.Config{MaxSteps: 200})
+		j := job("Run the scripted steps.")
+		j.Metadata = map[string]string{agent.MetadataContextBudget: "6000"}
+		if _, err := b.run(ctx, j, nil); ctx.Err() == nil || err == nil {
+			t.Fatalf("first run: %v", err)
+		}
+		history := b.rec.Events()
+		if n := len(b.rec.ofType(drydock.EventCondensation)); n < 2 {
+			t.Fatalf("%d condensations before the restart", n)
+		}
+		want := m.byStep[stop]
+
+		srv2 := llmtest.NewServer(t, llmtest.Options{APIKey: llmtest.TestKey, Turns: []llmtest.Turn{finish("resumed")}})
+		base := srv2.OpenAIBaseURL()
+		if api == agent.ProviderAnthropic {
+			base = srv2.AnthropicBaseURL()
+		}
+		a2, err := agent.New(agent.Config{Provider: api, Model: b.model, APIKey: llmtest.TestKey, BaseURL: base, MaxSteps: 200}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.agent = a2
+		if _, err := b.run(t.Context(), j, history); err != nil {
+			t.Fatal(err)
+		}
+		got := srv2.Requests()[0]
+		if diff := cmp.Diff(want.Messages, got.Messages); diff != "" {
+			t.Errorf("resumed prompt (-before the restart +after):\n%s", diff)
+		}
+		if len(b.rec.Events()) == len(history) {
+			t.Fatal("the resumed run recorded nothing")
+		}
+		// The estimate of the resumed run's first request used the
+		// calibration the first run had reached.
+		u := usages(t, b)
+		last, first := u[len(u)-2], u[len(u)-1]
+		if c, e := first["prompt_counted"].(float64), first["prompt_estimate"].(float64); e == c || e/c < 0.9*last["prompt_estimate"].(float64)/last["prompt_counted"].(float64) {
+			t.Errorf("resumed estimate %v for a count of %v; before the restart the ratio was %v", e, c, last["prompt_estimate"].(float64)/last["prompt_counted"].(float64))
+		}
+	})
 }

@@ -27,6 +27,10 @@ const (
 // recallHits is how many passages a recall returns at most.
 const recallHits = 5
 
+// bashNotes is room for the notes bash adds to a cut output (exit code,
+// where the whole output is).
+const bashNotes = 400
+
 // run is one run of one job.
 type run struct {
 	a      *Agent
@@ -115,7 +119,7 @@ func (a *Agent) start(ctx context.Context, ar *drydock.AgentRun) (*run, error) {
 	}
 	desktop := info.Desktop || ar.Sandbox.Profile == drydock.ProfileDesktop || ar.Job.Profile == drydock.ProfileDesktop
 	resumed := r.resume()
-	r.tools = tools.New(tools.Env{
+	toolEnv := tools.Env{
 		Box:             r.box,
 		Workspace:       info.Workspace,
 		Desktop:         desktop,
@@ -125,7 +129,8 @@ func (a *Agent) start(ctx context.Context, ar *drydock.AgentRun) (*run, error) {
 		BashIdleTimeout: a.cfg.BashIdleTimeout,
 		CodeTimeout:     a.cfg.CodeTimeout,
 		Log:             r.log,
-	})
+	}
+	r.tools = tools.New(toolEnv)
 	r.system = systemPrompt(env{
 		Workspace: info.Workspace,
 		Desktop:   desktop,
@@ -157,6 +162,14 @@ func (a *Agent) start(ctx context.Context, ar *drydock.AgentRun) (*run, error) {
 		Emit:     r.emit,
 		Complete: r.summarize,
 	})
+	// A small budget takes smaller observations: bash then cuts its output
+	// (saving the whole of it) within the limit, rather than the agent
+	// cutting a reply that is already cut. The tools' definitions do not
+	// change.
+	if limit := r.maxObservation() - bashNotes; limit < 30000 {
+		toolEnv.MaxOutput = limit
+		r.tools = tools.New(toolEnv)
+	}
 	r.log.Info("agent run", "provider", a.Provider(), "resumed", resumed, "steps_done", r.steps, "tools", r.tools.Names(), "context_budget", budget, "tokenizer", r.meter.Name())
 	if _, known := llm.Cost(model, llm.Usage{}); !known && !resumed {
 		r.emit(ctx, drydock.EventLog, map[string]string{"level": "warn",
@@ -325,6 +338,9 @@ func (r *run) keep(ctx context.Context, step int, call llm.ToolCall, res tools.R
 	if res.Finish {
 		o.Summary = res.Summary
 	}
+	if res.OutputPath != "" {
+		o.OutputPath, o.Truncated = r.tools.Rel(res.OutputPath), true
+	}
 	if !utf8.ValidString(o.Output) {
 		o.Output = strings.ToValidUTF8(o.Output, "\uFFFD")
 	}
@@ -345,9 +361,12 @@ func (r *run) keep(ctx context.Context, step int, call llm.ToolCall, res tools.R
 	if limit := r.maxObservation(); len(o.Output) > limit {
 		p := path.Join(outputsDir, fmt.Sprintf("step-%04d-%s.txt", step, safeName(call.ID)))
 		where := "the whole output is in " + p
-		if err := r.box.WriteFile(ctx, p, []byte(o.Output)); err != nil {
-			where = "the whole output could not be saved: " + drydock.ErrorMessage(err)
-		} else {
+		switch {
+		case o.OutputPath != "":
+			where = "the whole output is in " + o.OutputPath // the tool saved it
+		case r.box.WriteFile(ctx, p, []byte(o.Output)) != nil:
+			where = "the whole output could not be saved"
+		default:
 			o.OutputPath = p
 		}
 		o.Output = cut(o.Output, limit, fmt.Sprintf("\n[... %d bytes cut; %s ...]\n", len(o.Output), where))

@@ -106,7 +106,11 @@ func (b *bash) run(ctx context.Context, input json.RawMessage) Result {
 		}
 		return failure("bash", err)
 	}
-	return Result{Output: formatRun(res, notes, timeout), IsError: res.TimedOut}
+	r := Result{Output: formatRun(res, notes, timeout), IsError: res.TimedOut}
+	if res.Truncated {
+		r.OutputPath = res.OutputPath
+	}
+	return r
 }
 
 // ensure creates the session once; an existing one (after a resume) is

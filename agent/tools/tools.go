@@ -84,6 +84,9 @@ type Result struct {
 	Output  string
 	IsError bool
 	Images  []Image
+	// OutputPath names the file that holds the whole output when the tool
+	// had to cut it (bash).
+	OutputPath string
 	// Finish is set by a successful finish call, with its summary.
 	Finish  bool
 	Summary string
@@ -225,6 +228,9 @@ func (e *Env) abs(p string) string {
 	}
 	return path.Join(e.Workspace, p)
 }
+
+// Rel names a path relative to the workspace when it lies inside it.
+func (s *Set) Rel(p string) string { return s.env.rel(p) }
 
 // rel makes a path relative to the workspace when it lies inside it, so
 // that toolboxd (whose workspace may be mounted elsewhere than the model

@@ -402,3 +402,51 @@ func TestWindowFoldsInChunks(t *testing.T) {
 		}
 	}
 }
+
+// Only the latest screenshots are shown, never in masked results, and
+// each shown one counts against the budget.
+func TestWindowShowsOnlyRecentImages(t *testing.T) {
+	t.Parallel()
+	j := newJob(t)
+	for i := 1; i <= 8; i++ {
+		id := fmt.Sprintf("shot_%d", i)
+		j.emit(nil, drydock.EventModel, transcript.ModelTurn{Step: i, ToolCalls: []llm.ToolCall{{ID: id, Name: "computer", Input: json.RawMessage(`{"action":"screenshot"}`)}}})
+		j.emit(nil, drydock.EventObservation, transcript.Observation{Step: i, ID: id, Name: "computer", Output: "screenshot taken",
+			Images: []transcript.ImageRef{{Path: fmt.Sprintf("s%d.png", i), MediaType: "image/png"}}})
+	}
+	cfg := func(keep int, image bool) transcript.Config {
+		c := transcript.Config{Task: "t", Meter: tokens.NewMeter(tokens.Estimate{}), Budget: 100_000, KeepImages: keep,
+			Events: func() []*drydock.Event { return j.events }, Emit: j.emit}
+		if image {
+			c.Image = func(r transcript.ImageRef) (llm.Image, bool) {
+				return llm.Image{MediaType: "image/png", Data: []byte(r.Path)}, true
+			}
+		}
+		return c
+	}
+	p, err := transcript.NewWindow(cfg(3, true)).Prompt(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var shown []string
+	for _, m := range p.Messages {
+		for _, r := range m.ToolResults {
+			for _, img := range r.Images {
+				shown = append(shown, string(img.Data))
+			}
+			if len(r.Images) == 0 && !strings.Contains(r.Output, "[image not shown: s") {
+				t.Errorf("a hidden image is not named: %q", r.Output)
+			}
+		}
+	}
+	if diff := cmp.Diff([]string{"s6.png", "s7.png", "s8.png"}, shown); diff != "" {
+		t.Errorf("images shown (-want +got):\n%s", diff)
+	}
+	none, err := transcript.NewWindow(cfg(3, false)).Prompt(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := p.Counted - none.Counted; d < 3*tokens.ImageTokens {
+		t.Errorf("three images add %d tokens", d)
+	}
+}
