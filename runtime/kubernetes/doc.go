@@ -1,0 +1,33 @@
+// Package kubernetes implements drydock.Runtime on a Kubernetes cluster
+// through client-go.
+//
+// A sandbox is three objects in one namespace, all named after the sandbox
+// id (drydock-<16 hex digits>) and labelled drydock.managed=true:
+//
+//   - a Secret with toolboxd's token and the VNC password, which the pod
+//     reads through secretKeyRef and a restarted orchestrator reads back;
+//   - a NetworkPolicy that lets only the orchestrator's pods reach toolboxd's
+//     port and denies all egress unless the spec allows destinations;
+//   - the Pod: uid/gid 1000, runAsNonRoot, no privilege escalation, all
+//     capabilities dropped, read-only root, the runtime's default seccomp
+//     profile, no service account token, no service links, CPU, memory and
+//     ephemeral-storage requests equal to limits, size-limited emptyDir
+//     volumes for /workspace, /tmp and /home/agent, and the RuntimeClass
+//     chosen in Options (gVisor or Kata) for VM-grade isolation.
+//
+// toolboxd listens on TCP in the pod (TOOLBOXD_LISTEN=tcp://0.0.0.0:PORT)
+// and is reached at the pod IP with its token. The Secret and the policy are
+// owned by the pod, so the garbage collector removes them if the pod is
+// deleted by anything but Destroy.
+//
+// Labels: Kubernetes label values are at most 63 characters of a small
+// alphabet, and drydock labels (a node id like "host:8080", test names)
+// need not be. Each label is stored as a Kubernetes label when it is valid
+// and as a hash otherwise, for the selector; the exact labels are kept in
+// the drydock.labels annotation, which List checks.
+//
+// The runtime needs the permissions PolicyRules lists, in its namespace
+// only. Nothing here was run on a real cluster on the machine it was
+// written on; the tests drive client-go's fake clientset with a small
+// kubelet of their own (see kubelet_test.go).
+package kubernetes

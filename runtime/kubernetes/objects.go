@@ -1,0 +1,488 @@
+package kubernetes
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"net"
+	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/api/validate/content"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/drydockhq/drydock"
+)
+
+// Names inside every object this runtime makes.
+const (
+	// labelSandbox selects one sandbox's pod; its NetworkPolicy uses it.
+	labelSandbox = "drydock.sandbox"
+	labelProfile = "drydock.profile"
+	// annotationLabels holds the sandbox's labels exactly as given, as JSON:
+	// Kubernetes label values are limited (63 characters, a small alphabet),
+	// so a label is only a search key and this is the record.
+	annotationLabels = "drydock.labels"
+
+	containerName = "sandbox"
+	portName      = "toolbox"
+	secretToken   = "token"
+	secretVNC     = "vnc-password"
+
+	workspaceDir = "/workspace"
+	homeDir      = "/home/agent"
+	tmpDir       = "/tmp"
+	sandboxUID   = 1000
+)
+
+// The environment toolboxd reads (see cmd/toolboxd and runtime/docker).
+const (
+	EnvListen      = "TOOLBOXD_LISTEN"
+	EnvToken       = "TOOLBOXD_TOKEN"
+	EnvVNCPassword = "TOOLBOXD_VNC_PASSWORD"
+	EnvProfile     = "TOOLBOXD_PROFILE"
+	EnvWorkspace   = "TOOLBOXD_WORKSPACE"
+)
+
+// homeBytes bounds /home/agent: dotfiles, caches and Jupyter's runtime
+// files, not work.
+const homeBytes = 256 << 20
+
+// logBytes is room in the ephemeral-storage limit for the container's log,
+// which the kubelet counts against it alongside the emptyDir volumes.
+const logBytes = 64 << 20
+
+// terminationGrace is toolboxd's own shutdown grace (10 s) plus a little.
+const terminationGrace = 12
+
+// domainLabels are the labels a sandbox carries in the drydock sense.
+func (r *Runtime) domainLabels(spec drydock.SandboxSpec) map[string]string {
+	labels := maps.Clone(spec.Labels)
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels[drydock.LabelManaged] = "true"
+	labels[drydock.LabelJob] = spec.JobID
+	labels[drydock.LabelServer] = r.opts.ServerID
+	labels[labelProfile] = string(spec.Profile)
+	return labels
+}
+
+// kubeLabels turns domain labels into Kubernetes labels: keys Kubernetes
+// refuses are left out (List then filters on the annotation), values it
+// refuses are replaced by a hash, so a selector still narrows the search.
+func kubeLabels(id string, domain map[string]string) map[string]string {
+	out := map[string]string{labelSandbox: id}
+	for k, v := range domain {
+		if len(content.IsLabelKey(k)) > 0 || k == labelSandbox {
+			continue
+		}
+		out[k] = labelValue(v)
+	}
+	return out
+}
+
+// labelValue is v when Kubernetes accepts it as a label value and a hash of
+// it otherwise. A hash can equal some other value that is valid as it is;
+// List compares the annotation's exact labels afterwards, so such a clash
+// costs a wider search, never a wrong answer.
+func labelValue(v string) string {
+	if len(content.IsLabelValue(v)) == 0 {
+		return v
+	}
+	sum := sha256.Sum256([]byte(v))
+	return "sha256-" + hex.EncodeToString(sum[:])[:48]
+}
+
+// selectorFor is the label selector for List's labels (plus managed=true);
+// labels whose key Kubernetes refuses are left to the exact filter.
+func selectorFor(labels map[string]string) string {
+	sel := map[string]string{drydock.LabelManaged: "true"}
+	for k, v := range labels {
+		if len(content.IsLabelKey(k)) == 0 {
+			sel[k] = labelValue(v)
+		}
+	}
+	parts := make([]string, 0, len(sel))
+	for _, k := range slices.Sorted(maps.Keys(sel)) {
+		parts = append(parts, k+"="+sel[k])
+	}
+	return strings.Join(parts, ",")
+}
+
+func objectMeta(id, namespace string, domain map[string]string) metav1.ObjectMeta {
+	data, _ := json.Marshal(domain) // a map of strings always encodes
+	return metav1.ObjectMeta{
+		Name:        id,
+		Namespace:   namespace,
+		Labels:      kubeLabels(id, domain),
+		Annotations: map[string]string{annotationLabels: string(data)},
+	}
+}
+
+// secret holds the toolboxd token and the VNC password: the pod reads them
+// through secretKeyRef, and a restarted orchestrator reads them back from
+// here. Immutable, because nothing should ever change them.
+func (r *Runtime) secret(id string, domain map[string]string, token, vnc string) *corev1.Secret {
+	immutable := true
+	return &corev1.Secret{
+		ObjectMeta: objectMeta(id, r.namespace, domain),
+		Immutable:  &immutable,
+		Type:       corev1.SecretTypeOpaque,
+		Data: map[string][]byte{
+			secretToken: []byte(token),
+			secretVNC:   []byte(vnc),
+		},
+	}
+}
+
+// pod is the sandbox. Volumes are disk-backed emptyDirs: a workspace holds
+// clones, dependencies and build output that can run to gigabytes, and a
+// memory-backed emptyDir would charge every byte of it to the pod's memory
+// limit (an OOM kill instead of a full disk) and to the node's RAM. The
+// kubelet enforces sizeLimit by evicting the pod, and ephemeral-storage
+// limits cover the same bytes for scheduling.
+func (r *Runtime) pod(id, image string, spec drydock.SandboxSpec, res drydock.Resources, domain map[string]string) *corev1.Pod {
+	yes, no := true, false
+	uid := int64(sandboxUID)
+	grace := int64(terminationGrace)
+	var runtimeClass *string
+	if r.opts.RuntimeClassName != "" {
+		rc := r.opts.RuntimeClassName
+		runtimeClass = &rc
+	}
+	seccomp := &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}
+
+	env := make([]corev1.EnvVar, 0, len(spec.Env)+5)
+	for _, k := range slices.Sorted(maps.Keys(spec.Env)) {
+		if strings.HasPrefix(k, "TOOLBOXD_") {
+			continue // ours; a job must not redirect toolboxd
+		}
+		env = append(env, corev1.EnvVar{Name: k, Value: spec.Env[k]})
+	}
+	fromSecret := func(key string) *corev1.EnvVarSource {
+		return &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+			LocalObjectReference: corev1.LocalObjectReference{Name: id},
+			Key:                  key,
+		}}
+	}
+	env = append(env,
+		corev1.EnvVar{Name: EnvListen, Value: "tcp://0.0.0.0:" + strconv.Itoa(int(r.port))},
+		corev1.EnvVar{Name: EnvProfile, Value: string(spec.Profile)},
+		corev1.EnvVar{Name: EnvWorkspace, Value: workspaceDir},
+		corev1.EnvVar{Name: EnvToken, ValueFrom: fromSecret(secretToken)},
+		corev1.EnvVar{Name: EnvVNCPassword, ValueFrom: fromSecret(secretVNC)},
+	)
+
+	storage := res.WorkspaceBytes + res.TmpBytes + homeBytes + logBytes
+	limits := corev1.ResourceList{
+		corev1.ResourceCPU:              *resource.NewMilliQuantity(int64(res.CPUs*1000+0.5), resource.DecimalSI),
+		corev1.ResourceMemory:           *resource.NewQuantity(res.MemoryBytes, resource.BinarySI),
+		corev1.ResourceEphemeralStorage: *resource.NewQuantity(storage, resource.BinarySI),
+	}
+	emptyDir := func(name string, size int64) corev1.Volume {
+		return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{
+			SizeLimit: resource.NewQuantity(size, resource.BinarySI),
+		}}}
+	}
+	return &corev1.Pod{
+		ObjectMeta: objectMeta(id, r.namespace, domain),
+		Spec: corev1.PodSpec{
+			RestartPolicy:                 corev1.RestartPolicyNever,
+			RuntimeClassName:              runtimeClass,
+			AutomountServiceAccountToken:  &no,
+			EnableServiceLinks:            &no,
+			Hostname:                      "sandbox",
+			TerminationGracePeriodSeconds: &grace,
+			SecurityContext: &corev1.PodSecurityContext{
+				RunAsNonRoot:   &yes,
+				RunAsUser:      &uid,
+				RunAsGroup:     &uid,
+				FSGroup:        &uid,
+				SeccompProfile: seccomp,
+			},
+			Containers: []corev1.Container{{
+				Name:            containerName,
+				Image:           image,
+				ImagePullPolicy: r.opts.ImagePullPolicy,
+				WorkingDir:      workspaceDir,
+				Ports:           []corev1.ContainerPort{{Name: portName, ContainerPort: r.port, Protocol: corev1.ProtocolTCP}},
+				Env:             env,
+				Resources:       corev1.ResourceRequirements{Requests: limits.DeepCopy(), Limits: limits},
+				VolumeMounts: []corev1.VolumeMount{
+					{Name: "workspace", MountPath: workspaceDir},
+					{Name: "tmp", MountPath: tmpDir},
+					{Name: "home", MountPath: homeDir},
+				},
+				SecurityContext: &corev1.SecurityContext{
+					RunAsNonRoot:             &yes,
+					RunAsUser:                &uid,
+					RunAsGroup:               &uid,
+					Privileged:               &no,
+					AllowPrivilegeEscalation: &no,
+					ReadOnlyRootFilesystem:   &yes,
+					Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+					SeccompProfile:           seccomp,
+				},
+				TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+			}},
+			Volumes: []corev1.Volume{
+				emptyDir("workspace", res.WorkspaceBytes),
+				emptyDir("tmp", res.TmpBytes),
+				emptyDir("home", homeBytes),
+			},
+		},
+	}
+}
+
+// networkPolicy isolates one sandbox: ingress only from the orchestrator's
+// pods on toolboxd's port, egress only to what the spec allows (nothing by
+// default: policyTypes names Egress and no rule allows any). Policies add
+// up, so the namespace's default-deny policy (see deploy/kubernetes) still
+// holds for a sandbox whose own policy is gone.
+func (r *Runtime) networkPolicy(id string, domain map[string]string, egress []networkingv1.NetworkPolicyEgressRule) *networkingv1.NetworkPolicy {
+	tcp := corev1.ProtocolTCP
+	port := intstr.FromInt32(r.port)
+	from := networkingv1.NetworkPolicyPeer{
+		PodSelector: &metav1.LabelSelector{MatchLabels: maps.Clone(r.opts.Orchestrator.Labels)},
+	}
+	if ns := r.opts.Orchestrator.Namespace; ns != "" && ns != r.namespace {
+		from.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": ns}}
+	}
+	return &networkingv1.NetworkPolicy{
+		ObjectMeta: objectMeta(id, r.namespace, domain),
+		Spec: networkingv1.NetworkPolicySpec{
+			PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{labelSandbox: id}},
+			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress},
+			Ingress: []networkingv1.NetworkPolicyIngressRule{{
+				From:  []networkingv1.NetworkPolicyPeer{from},
+				Ports: []networkingv1.NetworkPolicyPort{{Protocol: &tcp, Port: &port}},
+			}},
+			Egress: egress,
+		},
+	}
+}
+
+// Private, link-local and shared address space: a sandbox allowed to reach
+// a host by name reaches the internet, not the cluster, the nodes or the
+// cloud's metadata service (169.254.169.254).
+var (
+	internalV4 = []string{"10.0.0.0/8", "100.64.0.0/10", "169.254.0.0/16", "172.16.0.0/12", "192.168.0.0/16"}
+	internalV6 = []string{"fc00::/7", "fe80::/10"}
+)
+
+// DefaultDNS is the peer a sandbox may send DNS queries to when its egress
+// names hosts: the cluster DNS (CoreDNS keeps the kube-dns label).
+var DefaultDNS = []networkingv1.NetworkPolicyPeer{{
+	NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": "kube-system"}},
+	PodSelector:       &metav1.LabelSelector{MatchLabels: map[string]string{"k8s-app": "kube-dns"}},
+}}
+
+// egressRules turns the spec's host[:port] destinations into policy rules.
+// A NetworkPolicy matches addresses, not names: an IP or CIDR is allowed
+// exactly; a host name opens the given port (or every port) to all public
+// addresses, plus DNS, because the name's addresses are unknown here and
+// change. Enforcing names needs an egress proxy or a CNI with FQDN policies.
+func (r *Runtime) egressRules(dests []string) ([]networkingv1.NetworkPolicyEgressRule, error) {
+	var rules []networkingv1.NetworkPolicyEgressRule
+	names := false
+	for _, d := range dests {
+		host, port, err := splitDest(d)
+		if err != nil {
+			return nil, err
+		}
+		var ports []networkingv1.NetworkPolicyPort
+		if port != 0 {
+			tcp := corev1.ProtocolTCP
+			p := intstr.FromInt32(port)
+			ports = []networkingv1.NetworkPolicyPort{{Protocol: &tcp, Port: &p}}
+		}
+		if prefix, ok := parseAddr(host); ok {
+			rules = append(rules, networkingv1.NetworkPolicyEgressRule{
+				To:    []networkingv1.NetworkPolicyPeer{{IPBlock: &networkingv1.IPBlock{CIDR: prefix.String()}}},
+				Ports: ports,
+			})
+			continue
+		}
+		if len(content.IsDNS1123Subdomain(strings.ToLower(strings.TrimSuffix(host, ".")))) > 0 {
+			return nil, drydock.Errorf(drydock.EINVALID, "egress destination %q is neither an address nor a host name", d)
+		}
+		names = true
+		rules = append(rules, networkingv1.NetworkPolicyEgressRule{
+			To: []networkingv1.NetworkPolicyPeer{
+				{IPBlock: &networkingv1.IPBlock{CIDR: "0.0.0.0/0", Except: internalV4}},
+				{IPBlock: &networkingv1.IPBlock{CIDR: "::/0", Except: internalV6}},
+			},
+			Ports: ports,
+		})
+	}
+	if names {
+		udp, tcp := corev1.ProtocolUDP, corev1.ProtocolTCP
+		dns := intstr.FromInt32(53)
+		rules = append(rules, networkingv1.NetworkPolicyEgressRule{
+			To:    r.dns,
+			Ports: []networkingv1.NetworkPolicyPort{{Protocol: &udp, Port: &dns}, {Protocol: &tcp, Port: &dns}},
+		})
+	}
+	return dedupeRules(rules), nil
+}
+
+// dedupeRules drops rules equal to an earlier one: two names on the same
+// port give the same rule.
+func dedupeRules(rules []networkingv1.NetworkPolicyEgressRule) []networkingv1.NetworkPolicyEgressRule {
+	seen := map[string]bool{}
+	out := rules[:0]
+	for _, r := range rules {
+		key, _ := json.Marshal(r)
+		if seen[string(key)] {
+			continue
+		}
+		seen[string(key)] = true
+		out = append(out, r)
+	}
+	return out
+}
+
+// splitDest splits host[:port], [v6]:port, a bare IPv6 address and
+// CIDR[:port].
+func splitDest(d string) (string, int32, error) {
+	d = strings.TrimSpace(d)
+	if d == "" {
+		return "", 0, drydock.Errorf(drydock.EINVALID, "empty egress destination")
+	}
+	if _, ok := parseAddr(d); ok {
+		return d, 0, nil
+	}
+	host, p, err := net.SplitHostPort(d)
+	if err != nil {
+		if strings.Contains(d, ":") {
+			return "", 0, drydock.Errorf(drydock.EINVALID, "egress destination %q: want host[:port]", d)
+		}
+		return d, 0, nil
+	}
+	port, err := strconv.ParseUint(p, 10, 16)
+	if err != nil || port == 0 || host == "" {
+		return "", 0, drydock.Errorf(drydock.EINVALID, "egress destination %q: want host[:port] with a port from 1 to 65535", d)
+	}
+	return host, int32(port), nil
+}
+
+// parseAddr reads an IP address (as a /32 or /128) or a CIDR.
+func parseAddr(s string) (netip.Prefix, bool) {
+	if p, err := netip.ParsePrefix(s); err == nil {
+		return p.Masked(), true
+	}
+	if a, err := netip.ParseAddr(s); err == nil {
+		a = a.Unmap()
+		return netip.PrefixFrom(a, a.BitLen()), true
+	}
+	return netip.Prefix{}, false
+}
+
+// sandboxFrom builds the domain view of a pod and its secret (nil when it
+// could not be read).
+func (r *Runtime) sandboxFrom(pod *corev1.Pod, sec *corev1.Secret) *drydock.Sandbox {
+	labels := map[string]string{}
+	if err := json.Unmarshal([]byte(pod.Annotations[annotationLabels]), &labels); err != nil || len(labels) == 0 {
+		labels = maps.Clone(pod.Labels)
+		delete(labels, labelSandbox)
+	}
+	sb := &drydock.Sandbox{
+		ID:        pod.Name,
+		Runtime:   r.Name(),
+		Profile:   drydock.Profile(labels[labelProfile]),
+		Labels:    labels,
+		State:     podState(pod),
+		CreatedAt: pod.CreationTimestamp.UTC(),
+		Endpoint:  endpoint(pod),
+	}
+	if sec != nil {
+		sb.Token, sb.VNCPassword = string(sec.Data[secretToken]), string(sec.Data[secretVNC])
+	}
+	return sb
+}
+
+// endpoint is the pod IP and the toolbox port of the pod's own spec, so a
+// restarted orchestrator configured with another port still reaches old
+// sandboxes.
+func endpoint(pod *corev1.Pod) drydock.Endpoint {
+	if pod.Status.PodIP == "" {
+		return drydock.Endpoint{}
+	}
+	for _, c := range pod.Spec.Containers {
+		for _, p := range c.Ports {
+			if p.Name == portName {
+				return drydock.Endpoint{Network: "tcp", Address: net.JoinHostPort(pod.Status.PodIP, strconv.Itoa(int(p.ContainerPort)))}
+			}
+		}
+	}
+	return drydock.Endpoint{}
+}
+
+func podState(pod *corev1.Pod) drydock.SandboxState {
+	switch pod.Status.Phase {
+	case corev1.PodRunning:
+		return drydock.SandboxRunning
+	case corev1.PodSucceeded, corev1.PodFailed:
+		return drydock.SandboxStopped
+	}
+	return drydock.SandboxUnknown
+}
+
+// hasLabels reports whether have carries every label of want.
+func hasLabels(have, want map[string]string) bool {
+	for k, v := range want {
+		if got, ok := have[k]; !ok || got != v {
+			return false
+		}
+	}
+	return true
+}
+
+// podFailure says why a pod can never start, or "" while it still may.
+func podFailure(pod *corev1.Pod) string {
+	switch pod.Status.Phase {
+	case corev1.PodFailed, corev1.PodSucceeded:
+		msg := fmt.Sprintf("pod %s", strings.ToLower(string(pod.Status.Phase)))
+		if pod.Status.Reason != "" {
+			msg += ": " + pod.Status.Reason
+		}
+		if pod.Status.Message != "" {
+			msg += ": " + pod.Status.Message
+		}
+		for _, cs := range pod.Status.ContainerStatuses {
+			if t := cs.State.Terminated; t != nil {
+				msg += fmt.Sprintf(" (container exited %d: %s %s)", t.ExitCode, t.Reason, strings.TrimSpace(t.Message))
+			}
+		}
+		return msg
+	}
+	for _, cs := range pod.Status.ContainerStatuses {
+		if w := cs.State.Waiting; w != nil && fatalWaiting[w.Reason] {
+			return w.Reason + ": " + w.Message
+		}
+	}
+	return ""
+}
+
+// fatalWaiting are the kubelet's waiting reasons after which a sandbox will
+// not start without someone changing something: a missing or unpullable
+// image (the kubelet retries a pull, but a sandbox that cannot pull on the
+// first try is not worth waiting minutes for), a bad spec.
+var fatalWaiting = map[string]bool{
+	"ImagePullBackOff":           true,
+	"ErrImageNeverPull":          true,
+	"InvalidImageName":           true,
+	"CreateContainerConfigError": true,
+	"CreateContainerError":       true,
+	"RunContainerError":          true,
+	"CrashLoopBackOff":           true,
+}

@@ -1,0 +1,281 @@
+package kubernetes
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/api/validate/content"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/drydockhq/drydock"
+)
+
+var quantities = cmp.Comparer(func(a, b resource.Quantity) bool { return a.Cmp(b) == 0 })
+
+// hashedServer is labelValue("test-node:8080"): the node id has a colon,
+// which label values may not.
+const hashedServer = "sha256-4a692e1641495b8077c115eaa0ed3f2324464f5c58cf30f2"
+
+func ptr[T any](v T) *T { return &v }
+
+// The pod, its Secret and its NetworkPolicy, field by field, as the API
+// server stores them.
+func TestObjects(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t, testNS)
+	rt := newTestRuntime(t, c, func(o *Options) { o.RuntimeClassName = "gvisor" })
+	sb, err := rt.Create(t.Context(), drydock.SandboxSpec{
+		JobID:   "0193ffff-0000-7000-8000-000000000001",
+		Image:   "drydock-sandbox:desktop",
+		Profile: drydock.ProfileDesktop,
+		Resources: drydock.Resources{
+			CPUs: 1.5, MemoryBytes: 3 << 30, PidsLimit: 512, WorkspaceBytes: 5 << 30, TmpBytes: 512 << 20,
+		},
+		Env:    map[string]string{"LANG": "C.UTF-8", "TOOLBOXD_LISTEN": "tcp://0.0.0.0:1", "TOOLBOXD_TOKEN": "chosen-by-the-job"},
+		Labels: map[string]string{"team": "infra"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rt.Destroy(context.Background(), sb.ID) })
+	id := sb.ID
+
+	pod, err := c.cs.CoreV1().Pods(testNS).Get(t.Context(), id, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantLabels := map[string]string{
+		"drydock.sandbox": id,
+		"drydock.managed": "true",
+		"drydock.job":     "0193ffff-0000-7000-8000-000000000001",
+		"drydock.server":  hashedServer,
+		"drydock.profile": "desktop",
+		"team":            "infra",
+	}
+	wantAnnotations := map[string]string{
+		"drydock.labels": `{"drydock.job":"0193ffff-0000-7000-8000-000000000001","drydock.managed":"true","drydock.profile":"desktop","drydock.server":"test-node:8080","team":"infra"}`,
+	}
+	if diff := cmp.Diff(wantLabels, pod.Labels); diff != "" {
+		t.Errorf("pod labels (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(wantAnnotations, pod.Annotations); diff != "" {
+		t.Errorf("pod annotations (-want +got):\n%s", diff)
+	}
+	port := c.port
+	limits := corev1.ResourceList{
+		corev1.ResourceCPU:              resource.MustParse("1500m"),
+		corev1.ResourceMemory:           resource.MustParse("3Gi"),
+		corev1.ResourceEphemeralStorage: resource.MustParse("5952Mi"), // 5Gi + 512Mi + 256Mi home + 64Mi logs
+	}
+	secretEnv := func(name, key string) corev1.EnvVar {
+		return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+			LocalObjectReference: corev1.LocalObjectReference{Name: id}, Key: key,
+		}}}
+	}
+	runtimeDefault := &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}
+	wantSpec := corev1.PodSpec{
+		RestartPolicy:                 corev1.RestartPolicyNever,
+		RuntimeClassName:              ptr("gvisor"),
+		AutomountServiceAccountToken:  ptr(false),
+		EnableServiceLinks:            ptr(false),
+		Hostname:                      "sandbox",
+		TerminationGracePeriodSeconds: ptr(int64(12)),
+		SecurityContext: &corev1.PodSecurityContext{
+			RunAsNonRoot:   ptr(true),
+			RunAsUser:      ptr(int64(1000)),
+			RunAsGroup:     ptr(int64(1000)),
+			FSGroup:        ptr(int64(1000)),
+			SeccompProfile: runtimeDefault,
+		},
+		Containers: []corev1.Container{{
+			Name:            "sandbox",
+			Image:           "drydock-sandbox:desktop",
+			ImagePullPolicy: corev1.PullIfNotPresent,
+			WorkingDir:      "/workspace",
+			Ports:           []corev1.ContainerPort{{Name: "toolbox", ContainerPort: port, Protocol: corev1.ProtocolTCP}},
+			Env: []corev1.EnvVar{
+				{Name: "LANG", Value: "C.UTF-8"},
+				{Name: "TOOLBOXD_LISTEN", Value: "tcp://0.0.0.0:" + itoa(port)},
+				{Name: "TOOLBOXD_PROFILE", Value: "desktop"},
+				{Name: "TOOLBOXD_WORKSPACE", Value: "/workspace"},
+				secretEnv("TOOLBOXD_TOKEN", "token"),
+				secretEnv("TOOLBOXD_VNC_PASSWORD", "vnc-password"),
+			},
+			Resources: corev1.ResourceRequirements{Requests: limits, Limits: limits},
+			VolumeMounts: []corev1.VolumeMount{
+				{Name: "workspace", MountPath: "/workspace"},
+				{Name: "tmp", MountPath: "/tmp"},
+				{Name: "home", MountPath: "/home/agent"},
+			},
+			SecurityContext: &corev1.SecurityContext{
+				RunAsNonRoot:             ptr(true),
+				RunAsUser:                ptr(int64(1000)),
+				RunAsGroup:               ptr(int64(1000)),
+				Privileged:               ptr(false),
+				AllowPrivilegeEscalation: ptr(false),
+				ReadOnlyRootFilesystem:   ptr(true),
+				Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+				SeccompProfile:           runtimeDefault,
+			},
+			TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+		}},
+		Volumes: []corev1.Volume{
+			{Name: "workspace", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: ptr(resource.MustParse("5Gi"))}}},
+			{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: ptr(resource.MustParse("512Mi"))}}},
+			{Name: "home", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: ptr(resource.MustParse("256Mi"))}}},
+		},
+	}
+	if diff := cmp.Diff(wantSpec, pod.Spec, quantities); diff != "" {
+		t.Errorf("pod spec (-want +got):\n%s", diff)
+	}
+
+	owner := []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: id, UID: pod.UID, BlockOwnerDeletion: ptr(false)}}
+	if pod.UID == "" {
+		t.Fatal("the fake API server gave the pod no uid")
+	}
+	sec, err := c.cs.CoreV1().Secrets(testNS).Get(t.Context(), id, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantSecret := corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: id, Namespace: testNS, Labels: wantLabels, Annotations: wantAnnotations, OwnerReferences: owner},
+		Immutable:  ptr(true),
+		Type:       corev1.SecretTypeOpaque,
+		Data:       map[string][]byte{"token": []byte(sb.Token), "vnc-password": []byte(sb.VNCPassword)},
+	}
+	gotSecret := corev1.Secret{ObjectMeta: metav1.ObjectMeta{
+		Name: sec.Name, Namespace: sec.Namespace, Labels: sec.Labels, Annotations: sec.Annotations, OwnerReferences: sec.OwnerReferences,
+	}, Immutable: sec.Immutable, Type: sec.Type, Data: sec.Data}
+	if diff := cmp.Diff(wantSecret, gotSecret); diff != "" {
+		t.Errorf("secret (-want +got):\n%s", diff)
+	}
+	if len(sb.Token) < 40 || len(sb.VNCPassword) != 8 || sb.Token == "chosen-by-the-job" {
+		t.Errorf("token of %d characters, VNC password of %d: want a random token of 43 and a password of 8", len(sb.Token), len(sb.VNCPassword))
+	}
+
+	np, err := c.cs.NetworkingV1().NetworkPolicies(testNS).Get(t.Context(), id, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tcp := corev1.ProtocolTCP
+	toolbox := intstr.FromInt32(port)
+	wantNP := networkingv1.NetworkPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: id, Namespace: testNS, Labels: wantLabels, Annotations: wantAnnotations, OwnerReferences: owner},
+		Spec: networkingv1.NetworkPolicySpec{
+			PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{"drydock.sandbox": id}},
+			PolicyTypes: []networkingv1.PolicyType{"Ingress", "Egress"},
+			Ingress: []networkingv1.NetworkPolicyIngressRule{{
+				From: []networkingv1.NetworkPolicyPeer{{
+					PodSelector:       &metav1.LabelSelector{MatchLabels: map[string]string{"app.kubernetes.io/name": "drydock"}},
+					NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": "drydock"}},
+				}},
+				Ports: []networkingv1.NetworkPolicyPort{{Protocol: &tcp, Port: &toolbox}},
+			}},
+			Egress: nil, // with Egress in PolicyTypes: nothing may leave
+		},
+	}
+	gotNP := networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{
+		Name: np.Name, Namespace: np.Namespace, Labels: np.Labels, Annotations: np.Annotations, OwnerReferences: np.OwnerReferences,
+	}, Spec: np.Spec}
+	if diff := cmp.Diff(wantNP, gotNP); diff != "" {
+		t.Errorf("network policy (-want +got):\n%s", diff)
+	}
+
+	// Destroy takes all three.
+	if err := rt.Destroy(t.Context(), id); err != nil {
+		t.Fatal(err)
+	}
+	assertEmpty(t, c)
+}
+
+func itoa(p int32) string { return strconv.Itoa(int(p)) }
+
+// Egress rules: addresses exactly; names as the public internet on their
+// port, plus DNS to the cluster's resolver.
+func TestEgressRules(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t, testNS)
+	rt := newTestRuntime(t, c, func(o *Options) { o.Orchestrator = Peer{} })
+	sb, err := rt.Create(t.Context(), drydock.SandboxSpec{JobID: "job-1", Egress: []string{
+		"203.0.113.7:443", "198.51.100.0/24", "[2001:db8::1]:22", "github.com:443", "pypi.org:443", "example.com",
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rt.Destroy(context.Background(), sb.ID) })
+	np, err := c.cs.NetworkingV1().NetworkPolicies(testNS).Get(t.Context(), sb.ID, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tcp, udp := corev1.ProtocolTCP, corev1.ProtocolUDP
+	port := func(p int32) *intstr.IntOrString { v := intstr.FromInt32(p); return &v }
+	public := []networkingv1.NetworkPolicyPeer{
+		{IPBlock: &networkingv1.IPBlock{CIDR: "0.0.0.0/0", Except: []string{"10.0.0.0/8", "100.64.0.0/10", "169.254.0.0/16", "172.16.0.0/12", "192.168.0.0/16"}}},
+		{IPBlock: &networkingv1.IPBlock{CIDR: "::/0", Except: []string{"fc00::/7", "fe80::/10"}}},
+	}
+	want := networkingv1.NetworkPolicySpec{
+		PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{"drydock.sandbox": sb.ID}},
+		PolicyTypes: []networkingv1.PolicyType{"Ingress", "Egress"},
+		Ingress: []networkingv1.NetworkPolicyIngressRule{{
+			// The orchestrator in the sandboxes' namespace, with the
+			// default labels.
+			From: []networkingv1.NetworkPolicyPeer{{PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{
+				"app.kubernetes.io/name": "drydock", "app.kubernetes.io/component": "orchestrator",
+			}}}},
+			Ports: []networkingv1.NetworkPolicyPort{{Protocol: &tcp, Port: port(c.port)}},
+		}},
+		Egress: []networkingv1.NetworkPolicyEgressRule{
+			{To: []networkingv1.NetworkPolicyPeer{{IPBlock: &networkingv1.IPBlock{CIDR: "203.0.113.7/32"}}}, Ports: []networkingv1.NetworkPolicyPort{{Protocol: &tcp, Port: port(443)}}},
+			{To: []networkingv1.NetworkPolicyPeer{{IPBlock: &networkingv1.IPBlock{CIDR: "198.51.100.0/24"}}}},
+			{To: []networkingv1.NetworkPolicyPeer{{IPBlock: &networkingv1.IPBlock{CIDR: "2001:db8::1/128"}}}, Ports: []networkingv1.NetworkPolicyPort{{Protocol: &tcp, Port: port(22)}}},
+			{To: public, Ports: []networkingv1.NetworkPolicyPort{{Protocol: &tcp, Port: port(443)}}}, // github.com and pypi.org
+			{To: public}, // example.com, any port
+			{To: DefaultDNS, Ports: []networkingv1.NetworkPolicyPort{{Protocol: &udp, Port: port(53)}, {Protocol: &tcp, Port: port(53)}}},
+		},
+	}
+	if diff := cmp.Diff(want, np.Spec); diff != "" {
+		t.Errorf("network policy spec (-want +got):\n%s", diff)
+	}
+}
+
+func TestEgressRejectsBadDestinations(t *testing.T) {
+	t.Parallel()
+	rt := &Runtime{dns: DefaultDNS}
+	for _, d := range []string{"", "  ", "host:0", "host:99999", "host:https", "bad host!", ":443", "a:b:c", "under_score.example"} {
+		if _, err := rt.egressRules([]string{d}); drydock.ErrorCode(err) != drydock.EINVALID {
+			t.Errorf("egress %q: %v, want %s", d, err, drydock.EINVALID)
+		}
+	}
+	for _, d := range []string{"example.com", "Example.COM.", "10.1.2.3", "fd00::1", "[fd00::1]:8080", "10.0.0.0/8:5432", "localhost:80"} {
+		if _, err := rt.egressRules([]string{d}); err != nil {
+			t.Errorf("egress %q: %v", d, err)
+		}
+	}
+}
+
+func TestLabelValue(t *testing.T) {
+	t.Parallel()
+	for _, v := range []string{"", "true", "job-1", "0193ffff-0000-7000-8000-000000000001", strings.Repeat("a", 63)} {
+		if got := labelValue(v); got != v {
+			t.Errorf("labelValue(%q) = %q, want it unchanged", v, got)
+		}
+	}
+	seen := map[string]string{}
+	for _, v := range []string{"host:8080", "TestA/b", strings.Repeat("a", 64), "-x", "x-", "ünï", "a b"} {
+		got := labelValue(v)
+		if errs := content.IsLabelValue(got); len(errs) > 0 {
+			t.Errorf("labelValue(%q) = %q, invalid: %v", v, got, errs)
+		}
+		if prev, dup := seen[got]; dup {
+			t.Errorf("labelValue(%q) = labelValue(%q) = %q", v, prev, got)
+		}
+		seen[got] = v
+	}
+}
