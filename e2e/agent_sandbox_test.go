@@ -183,7 +183,65 @@ func TestAgentHelloWorldInSandbox(t *testing.T) {
 			wasFed(t, reqs, 2, ok("File created successfully at: /workspace/hello.txt"))
 			wasFed(t, reqs, 3, ok("hello world"))
 			e.noSandboxLeft(id)
+			replayHelloWorld(t, e, id)
 		})
+	}
+}
+
+// replayHelloWorld replays the job's recorded tool calls with `drydock
+// replay` against the local runtime: the file comes back, and each call
+// matches its recorded observation.
+func replayHelloWorld(t *testing.T, e *agentEnv, id string) {
+	t.Helper()
+	code, data := e.do("GET", "/v1/jobs/"+id+"/trajectory", "", "")
+	if code != 200 {
+		t.Fatalf("trajectory: %d %s", code, data)
+	}
+	file := filepath.Join(t.TempDir(), id+".trajectory.json")
+	if err := os.WriteFile(file, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dataDir := t.TempDir()
+	t0 := time.Now()
+	out, stderr, err := e.cli("replay", file, "--runtime", "local", "--data-dir", dataDir, "--keep", "--json")
+	if err != nil {
+		t.Fatalf("drydock replay: %v\n%s%s", err, out, stderr)
+	}
+	t.Logf("replayed in %s", time.Since(t0).Round(time.Millisecond))
+	var r struct {
+		JobID string `json:"job_id"`
+		Steps []struct {
+			Name   string `json:"name"`
+			Result string `json:"result"`
+		} `json:"steps"`
+		Sandbox struct {
+			Workspace string `json:"workspace"`
+			Kept      bool   `json:"kept"`
+		} `json:"sandbox"`
+	}
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("replay --json printed %q: %v", out, err)
+	}
+	var got []string
+	for _, s := range r.Steps {
+		got = append(got, s.Name+":"+s.Result)
+	}
+	want := []string{"str_replace_based_edit_tool:match", "bash:match", "finish:skipped"}
+	if r.JobID != id || !slices.Equal(got, want) {
+		t.Errorf("replay of %s: %v, want %v\n%s", r.JobID, got, want, out)
+	}
+	if b, err := os.ReadFile(filepath.Join(r.Sandbox.Workspace, "hello.txt")); err != nil || string(b) != "hello world" {
+		t.Errorf("hello.txt after the replay: %q %v", b, err)
+	}
+	// The same, fetched from the server by job id, in human form; the
+	// sandbox goes afterwards.
+	dataDir = t.TempDir()
+	out, stderr, err = e.cli("replay", "--job", id, "--runtime", "local", "--data-dir", dataDir)
+	if err != nil || !strings.Contains(out, "3 calls: 2 match (0 of them after normalising), 0 differ, 1 skipped") {
+		t.Errorf("drydock replay --job: %v\n%s%s", err, out, stderr)
+	}
+	if left, _ := os.ReadDir(filepath.Join(dataDir, "sandboxes")); len(left) != 0 {
+		t.Errorf("replay left sandboxes: %v", left)
 	}
 }
 
@@ -323,6 +381,29 @@ func typeInTerminal(t *testing.T, engine, engineEnv string) {
 		t.Errorf("gui-proof.txt = %q: the typed command did not run in the terminal", got)
 	}
 	e.noSandboxLeft(id)
+
+	// Replayed in a fresh desktop sandbox, the GUI steps do the same: the
+	// window opens and the typed command runs (screenshots are counted,
+	// not compared).
+	out, stderr, err := e.cli("replay", "--job", id, "--runtime", "docker", "--docker-host", e.host, "--json")
+	if err != nil {
+		t.Fatalf("drydock replay: %v\n%s%s", err, out, stderr)
+	}
+	var r struct {
+		Steps []struct {
+			Name, Result string
+			Replayed     struct{ Images int }
+		} `json:"steps"`
+		Sandbox struct{ Profile string } `json:"sandbox"`
+	}
+	if err := json.Unmarshal([]byte(out), &r); err != nil || len(r.Steps) != 7 || r.Sandbox.Profile != "desktop" {
+		t.Fatalf("replay: %v\n%s", err, out)
+	}
+	for i, s := range r.Steps[:6] {
+		if s.Result != "match" || (s.Name == "computer") != (s.Replayed.Images == 1) {
+			t.Errorf("replayed step %d: %+v", i+1, s)
+		}
+	}
 }
 
 // Python state persists across execute_code calls (two in one turn here),
@@ -363,6 +444,31 @@ func TestAgentPythonStateAndBashTimeout(t *testing.T) {
 			}
 			wasFed(t, reqs, 5, ok("kept in /tmp/keep: 42"), ok("84"))
 			e.noSandboxLeft(id)
+
+			// Replayed in a fresh sandbox on the same engine, every call
+			// gives what it gave the agent, and the sandbox goes.
+			t0 = time.Now()
+			out, stderr, err := e.cli("replay", "--job", id, "--runtime", "docker", "--docker-host", e.host, "--json")
+			if err != nil {
+				t.Fatalf("drydock replay: %v\n%s%s", err, out, stderr)
+			}
+			t.Logf("replayed on %s in %s", eng.name, time.Since(t0).Round(time.Millisecond))
+			var r struct {
+				Steps   []struct{ Name, Result string } `json:"steps"`
+				Match   int                             `json:"match"`
+				Sandbox struct{ ID string }             `json:"sandbox"`
+			}
+			if err := json.Unmarshal([]byte(out), &r); err != nil || len(r.Steps) != 7 || r.Match != 6 || r.Steps[6].Result != "skipped" {
+				t.Errorf("replay: %v\n%s", err, out)
+			}
+			rt, err := docker.New(docker.Options{Host: e.host})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rt.Close()
+			if _, err := rt.Get(t.Context(), r.Sandbox.ID); drydock.ErrorCode(err) != drydock.ENOTFOUND {
+				t.Errorf("the replay's sandbox %s is still there: %v", r.Sandbox.ID, err)
+			}
 		})
 	}
 }

@@ -26,6 +26,7 @@ type cli struct {
 	Jobs     JobsCmd     `cmd:"" help:"List jobs."`
 	Token    TokenCmd    `cmd:"" help:"Manage API tokens (works on the server's data directory)."`
 	Image    ImageCmd    `cmd:"" help:"Build sandbox images."`
+	Replay   ReplayCmd   `cmd:"" help:"Re-run a recorded job's tool calls in a fresh sandbox and compare the results (debugging)."`
 	Bench    BenchCmd    `cmd:"" help:"Measure this machine (see docs/BENCHMARKS.md)."`
 	Version  VersionCmd  `cmd:"" help:"Print the version."`
 }
