@@ -6,10 +6,15 @@
 // order and answers every one (a failing tool is an observation, not a
 // failed job), and appends it all to the job's event log with secrets
 // masked: the model turn, each tool call, each observation, the usage and
-// cost of the step, then reports progress. The prompt is rebuilt from that
-// log every step (agent/transcript), so a run that resumes after an
-// orchestrator restart sees the same conversation and continues where the
-// log ends: finished steps are not redone, and a call that was cut short is
+// cost of the step, then reports progress. The prompt is a view of that
+// log under a token budget (agent/transcript's Window: the model's context
+// window less the reply's room, or Config.ContextBudget, or the job's
+// metadata "context_budget"), kept there by cutting long outputs as they
+// are recorded, masking old ones and having the model summarize the oldest
+// steps, all recorded as events; recall searches the whole log and the
+// saved outputs (agent/memory). A run that resumes after an orchestrator
+// restart therefore sees the same conversation and continues where the log
+// ends: finished steps are not redone, and a call that was cut short is
 // answered as interrupted.
 //
 // A run ends when the model calls finish, or fails with a message for the
