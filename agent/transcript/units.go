@@ -23,8 +23,10 @@ type unit struct {
 	results []*Observation // by call; nil while a call has no observation
 	notes   []string
 	// memo holds token counts of the rendering without images, by mask
-	// state; 0 when not counted since the unit last changed.
-	memo [2]int
+	// state; 0 when not counted since the unit last changed. shown holds
+	// the renderings themselves, when they show no image.
+	memo  [2]int
+	shown [2]*[2]llm.Message
 }
 
 // images counts the images the unit's results carry.
@@ -49,7 +51,7 @@ func (u *unit) observed() int {
 	return n
 }
 
-func (u *unit) changed() { u.memo = [2]int{} }
+func (u *unit) changed() { u.memo, u.shown = [2]int{}, [2]*[2]llm.Message{} }
 
 // log is the job's event log read into units, incrementally: events only
 // ever get appended.
@@ -182,8 +184,31 @@ type render struct {
 
 // messages renders a unit: the assistant's turn and the user message that
 // answers it. The user message is never empty, since both APIs need the
-// user to speak between assistant turns.
+// user to speak between assistant turns. Renderings without images or cuts
+// are kept: a long prompt is mostly units that are shown the same way step
+// after step.
 func (u *unit) messages(rd render, image func(ImageRef) (llm.Image, bool)) (llm.Message, llm.Message) {
+	k := 0
+	if rd.masked {
+		k = 1
+	}
+	plain := rd.clip == 0
+	for _, r := range u.results {
+		if r != nil && len(r.Images) > 0 && rd.show[r] && image != nil {
+			plain = false
+		}
+	}
+	if plain && u.shown[k] != nil {
+		return u.shown[k][0], u.shown[k][1]
+	}
+	a, m := u.build(rd, image)
+	if plain {
+		u.shown[k] = &[2]llm.Message{a, m}
+	}
+	return a, m
+}
+
+func (u *unit) build(rd render, image func(ImageRef) (llm.Image, bool)) (llm.Message, llm.Message) {
 	a := llm.Message{Role: llm.RoleAssistant, Text: u.text, ToolCalls: u.calls}
 	if rd.masked || rd.clip > 0 {
 		limit := maskedInputBytes

@@ -302,7 +302,8 @@ func (w *Window) render(live []*unit, masked, clip, taskClip int) *Prompt {
 	if taskClip > 0 {
 		task = clipText(task, taskClip)
 	}
-	msgs := []llm.Message{{Role: llm.RoleUser, Text: task}}
+	msgs := make([]llm.Message, 1, 1+2*len(live))
+	msgs[0] = llm.Message{Role: llm.RoleUser, Text: task}
 	show := map[*Observation]bool{}
 	if w.cfg.Image != nil {
 		show = imageKeepers(live, w.cfg.KeepImages, masked)

@@ -18,7 +18,7 @@ import (
 
 // job is an event log with a scripted summarizer.
 type job struct {
-	t        *testing.T
+	t        testing.TB
 	events   []*drydock.Event
 	requests []*llm.Request // summary requests
 	// summarize answers a summary request; the default names the steps.
@@ -27,7 +27,7 @@ type job struct {
 
 var stepsRange = regexp.MustCompile(`<steps from="(\d+)" to="(\d+)">`)
 
-func newJob(t *testing.T) *job {
+func newJob(t testing.TB) *job {
 	j := &job{t: t}
 	j.summarize = func(req *llm.Request) (*llm.Response, error) {
 		m := stepsRange.FindStringSubmatch(req.Messages[0].Text)
