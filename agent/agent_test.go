@@ -518,9 +518,10 @@ func TestResumeAfterInterruptedCall(t *testing.T) {
 			{ToolCalls: []llm.ToolCall{call("bash", map[string]string{"command": "echo ran >> side-effect.txt; sleep 30"})}},
 		}}, agent.Config{})
 		go func() {
-			// Cancel once the command has started.
+			// Cancel once the command has had its effect (the shell creates
+			// the file before echo writes to it).
 			for ctx.Err() == nil {
-				if _, err := os.Stat(filepath.Join(b.ws, "side-effect.txt")); err == nil {
+				if data, _ := os.ReadFile(filepath.Join(b.ws, "side-effect.txt")); string(data) == "ran\n" {
 					cancel()
 					return
 				}
