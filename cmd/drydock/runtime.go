@@ -76,6 +76,15 @@ func (c *ServerCmd) buildRuntime(ctx context.Context, log *slog.Logger) (drydock
 		}
 		log.Warn("local runtime: sandboxes are plain directories with NO isolation; use it for development and tests only")
 		rt, closeFn = l, func() { l.Close() }
+	case "kubernetes":
+		k, err := kubernetesRuntime(ctx, c.Kube, c.NodeID, map[drydock.Profile]string{
+			drydock.ProfileHeadless: c.ImageHeadless,
+			drydock.ProfileDesktop:  c.ImageDesktop,
+		}, log)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		rt = k
 	case "docker":
 		d, err := docker.New(docker.Options{
 			Host:     c.DockerHost,

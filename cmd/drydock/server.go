@@ -18,7 +18,6 @@ import (
 	"github.com/drydockhq/drydock/agent"
 	"github.com/drydockhq/drydock/agent/fake"
 	"github.com/drydockhq/drydock/api"
-	"github.com/drydockhq/drydock/artifact/local"
 	"github.com/drydockhq/drydock/runner"
 	"github.com/drydockhq/drydock/store/postgres"
 	"github.com/drydockhq/drydock/store/sqlite"
@@ -35,7 +34,8 @@ type ServerCmd struct {
 	Store         string          `env:"DRYDOCK_STORE" help:"postgres://... to share jobs between replicas (default: SQLite in the data directory)." placeholder:"URL"`
 	PublicURL     string          `env:"DRYDOCK_PUBLIC_URL" help:"Base URL for links in answers (default: from the request's Host)."`
 	LiveURL       string          `env:"DRYDOCK_LIVE_URL" help:"Base URL (another host name pointing at this server) for live desktop and Jupyter views, so that what a sandbox serves never runs on the UI's origin."`
-	Runtime       string          `default:"docker" enum:"docker,local" env:"DRYDOCK_RUNTIME" help:"Sandbox runtime: docker (Docker or Podman socket) or local (no isolation; development only)."`
+	Runtime       string          `default:"docker" enum:"docker,kubernetes,local" env:"DRYDOCK_RUNTIME" help:"Sandbox runtime: docker (Docker or Podman socket), kubernetes (one pod per job), or local (no isolation; development only)."`
+	Artifacts     string          `env:"DRYDOCK_ARTIFACTS" help:"Where archived workspaces go: empty for the data directory, a directory, or s3://BUCKET[/PREFIX]?endpoint=...&region=... (credentials from AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY)." placeholder:"URL"`
 	DockerHost    string          `env:"DOCKER_HOST" help:"Docker or Podman API socket (default: the engine's default)."`
 	ImageHeadless string          `default:"drydock-sandbox:headless" env:"DRYDOCK_IMAGE_HEADLESS" help:"Sandbox image for headless jobs."`
 	ImageDesktop  string          `default:"drydock-sandbox:desktop" env:"DRYDOCK_IMAGE_DESKTOP" help:"Sandbox image for desktop jobs."`
@@ -52,6 +52,7 @@ type ServerCmd struct {
 	LogFormat     string          `default:"text" enum:"text,json" env:"DRYDOCK_LOG_FORMAT" help:"Log format: text or json."`
 	ShutdownGrace time.Duration   `default:"20s" help:"How long in-flight requests may take to finish on SIGTERM."`
 	Resources     ResourceOptions `embed:"" prefix:"sandbox-"`
+	Kube          KubeOptions     `embed:""`
 }
 
 // ResourceOptions are the per-sandbox limits.
@@ -140,10 +141,11 @@ func (c *ServerCmd) Run(g *Globals) error {
 		log.Warn("development mode: no API tokens exist, so requests without a token act as the local admin; this is allowed on loopback only", "listen", c.Listen)
 	}
 
-	artifacts, err := local.New(filepath.Join(c.DataDir, "artifacts"))
+	artifacts, where, err := openArtifacts(ctx, c.Artifacts, c.DataDir, os.Getenv)
 	if err != nil {
 		return err
 	}
+	log.Info("artifacts", "store", where)
 	rt, toolbox, closeRuntime, err := c.buildRuntime(ctx, log)
 	if err != nil {
 		return err
