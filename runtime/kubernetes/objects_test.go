@@ -13,6 +13,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/validate/content"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/kubernetes/fake"
+	psaapi "k8s.io/pod-security-admission/api"
+	psapolicy "k8s.io/pod-security-admission/policy"
 
 	"github.com/drydockhq/drydock"
 )
@@ -277,5 +280,28 @@ func TestLabelValue(t *testing.T) {
 			t.Errorf("labelValue(%q) = labelValue(%q) = %q", v, prev, got)
 		}
 		seen[got] = v
+	}
+}
+
+// Sandbox pods meet the restricted Pod Security Standard, checked by the
+// admission plugin's own code, so a namespace that enforces it (as
+// deploy/kubernetes's does) admits them.
+func TestPodMeetsRestrictedStandard(t *testing.T) {
+	t.Parallel()
+	rt, err := New(Options{Client: fake.NewClientset(), RuntimeClassName: "kata-fc"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []drydock.Profile{drydock.ProfileHeadless, drydock.ProfileDesktop} {
+		spec := drydock.SandboxSpec{JobID: "job-1", Profile: p, Env: map[string]string{"A": "b"}}
+		pod := rt.pod("drydock-0123456789abcdef", "img", spec, rt.resources(spec.Resources), rt.domainLabels(spec))
+		ev, err := psapolicy.NewEvaluator(psapolicy.DefaultChecks(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res := psapolicy.AggregateCheckResults(ev.EvaluatePod(psaapi.LevelVersion{Level: psaapi.LevelRestricted, Version: psaapi.LatestVersion()}, &pod.ObjectMeta, &pod.Spec))
+		if !res.Allowed {
+			t.Errorf("%s sandbox pod violates the restricted standard: %s", p, res.ForbiddenDetail())
+		}
 	}
 }
