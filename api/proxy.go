@@ -602,7 +602,20 @@ func (s *Server) handleJupyter(w http.ResponseWriter, r *http.Request, a *liveAc
 		gauge.Inc()
 		defer gauge.Dec()
 	}
-	s.jupyterProxy(s.toolboxFor(sb), sb.Token).ServeHTTP(w, r)
+	s.jupyterProxy(s.toolboxFor(sb), sb.Token, sb.ID).ServeHTTP(w, r)
+}
+
+// forgetJupyter drops a finished start record of a sandbox's Jupyter.
+func (s *Server) forgetJupyter(sandboxID string) {
+	s.live.mu.Lock()
+	defer s.live.mu.Unlock()
+	if st, ok := s.live.jupyter[sandboxID]; ok {
+		select {
+		case <-st.done:
+			delete(s.live.jupyter, sandboxID)
+		default:
+		}
+	}
 }
 
 func wantsPage(r *http.Request) bool {
@@ -612,7 +625,7 @@ func wantsPage(r *http.Request) bool {
 // jupyterProxy forwards to toolboxd's /v1/jupyter/proxy/<path>, where path
 // is the request's own path (Jupyter serves under that base URL). The
 // viewer's credentials stay here: the sandbox gets its own token instead.
-func (s *Server) jupyterProxy(tb *toolbox.Client, token string) http.Handler {
+func (s *Server) jupyterProxy(tb *toolbox.Client, token, sandboxID string) http.Handler {
 	target, _ := url.Parse(tb.BaseURL())
 	return &httputil.ReverseProxy{
 		Transport:     tb.Transport(),
@@ -640,6 +653,12 @@ func (s *Server) jupyterProxy(tb *toolbox.Client, token string) http.Handler {
 			}
 		},
 		ModifyResponse: func(resp *http.Response) error {
+			// toolboxd answers 503 when its Jupyter server is not running
+			// (e.g. after a restart of the sandbox): forget the remembered
+			// start so that the next request starts it again.
+			if resp.StatusCode == http.StatusServiceUnavailable {
+				s.forgetJupyter(sandboxID)
+			}
 			// The sandbox may not set or clear the orchestrator's cookies.
 			cookies := resp.Header.Values("Set-Cookie")
 			resp.Header.Del("Set-Cookie")

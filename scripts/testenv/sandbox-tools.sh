@@ -18,6 +18,7 @@ PACKAGES=(
 	python3-ipykernel
 	python3-jupyter-client
 	python3-jupyter-server
+	python3-nbclassic
 	python3-matplotlib
 	nodejs
 	node-typescript
