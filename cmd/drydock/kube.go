@@ -6,7 +6,6 @@ import (
 	"log/slog"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/drydockhq/drydock"
@@ -37,7 +36,7 @@ func kubernetesRuntime(ctx context.Context, k KubeOptions, nodeID string, images
 		return nil, fmt.Errorf("kubernetes runtime: no cluster configuration (run in a pod with a service account, or set --kubeconfig): %w", err)
 	}
 	cfg.UserAgent = "drydock/" + version
-	cs, err := kubernetes.NewForConfig(cfg)
+	cs, err := k8sruntime.NewClient(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes runtime: client: %w", err)
 	}

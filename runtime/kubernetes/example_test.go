@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strings"
 
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"github.com/drydockhq/drydock"
@@ -19,7 +18,7 @@ func ExampleNew() {
 		fmt.Println("not in a cluster:", err)
 		return
 	}
-	cs, err := kubernetes.NewForConfig(cfg)
+	cs, err := k8sruntime.NewClient(cfg)
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -24,7 +24,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/watch"
-	k8s "k8s.io/client-go/kubernetes"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	networkingv1client "k8s.io/client-go/kubernetes/typed/networking/v1"
+	"k8s.io/client-go/rest"
 
 	"github.com/drydockhq/drydock"
 )
@@ -62,7 +64,7 @@ var idPattern = regexp.MustCompile(`^drydock-[0-9a-f]{16}$`)
 // Options configures a Runtime.
 type Options struct {
 	// Client talks to the cluster. Required.
-	Client k8s.Interface
+	Client Client
 	// Namespace holds the sandboxes' pods, Secrets and NetworkPolicies;
 	// empty means DefaultNamespace.
 	Namespace string
@@ -100,6 +102,37 @@ type Options struct {
 	Logger *slog.Logger
 }
 
+// Client is the part of client-go's kubernetes.Interface the runtime uses:
+// a *kubernetes.Clientset or a fake.Clientset. NewClient builds one with
+// only these two groups, which keeps the other API groups' clients out of
+// the binary.
+type Client interface {
+	CoreV1() corev1client.CoreV1Interface
+	NetworkingV1() networkingv1client.NetworkingV1Interface
+}
+
+// NewClient makes a Client from a REST configuration (a kubeconfig or the
+// in-cluster service account).
+func NewClient(cfg *rest.Config) (Client, error) {
+	core, err := corev1client.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	net, err := networkingv1client.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return groups{core, net}, nil
+}
+
+type groups struct {
+	core *corev1client.CoreV1Client
+	net  *networkingv1client.NetworkingV1Client
+}
+
+func (g groups) CoreV1() corev1client.CoreV1Interface                   { return g.core }
+func (g groups) NetworkingV1() networkingv1client.NetworkingV1Interface { return g.net }
+
 // Peer names pods by namespace and labels.
 type Peer struct {
 	// Namespace is the orchestrator's namespace; empty means the sandbox
@@ -113,7 +146,7 @@ type Peer struct {
 // Runtime is a drydock.Runtime on a Kubernetes cluster: one pod per
 // sandbox, with a Secret for its credentials and a NetworkPolicy.
 type Runtime struct {
-	cs        k8s.Interface
+	cs        Client
 	opts      Options
 	namespace string
 	port      int32

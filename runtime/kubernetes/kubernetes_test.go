@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sclient "k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/drydockhq/drydock"
@@ -242,3 +243,6 @@ func TestNewRejectsBadOptions(t *testing.T) {
 		}
 	}
 }
+
+// client-go's full clientset is a Client too.
+var _ Client = (*k8sclient.Clientset)(nil)
