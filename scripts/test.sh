@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 ensure_go
 START=$(date +%s)
 
-apt_install ca-certificates curl git docker.io podman uidmap mmdebstrap
+apt_install ca-certificates curl git docker.io podman uidmap mmdebstrap chromium
 if [ -x scripts/testenv/sandbox-tools.sh ]; then
 	# Tools the in-sandbox packages' own tests use on the host (Xvfb, x11vnc,
 	# xdotool, Jupyter kernel, node, tsc).
