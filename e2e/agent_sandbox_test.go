@@ -115,8 +115,17 @@ func (e *agentEnv) noSandboxLeft(id string) {
 		e.t.Fatal(err)
 	}
 	defer rt.Close()
-	if left, err := rt.List(e.t.Context(), map[string]string{drydock.LabelJob: id}); err != nil || len(left) != 0 {
-		e.t.Errorf("sandboxes left behind for job %s: %v %v", id, left, err)
+	// The runner destroys the sandbox right after it records the job as
+	// finished, so allow it a moment.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		left, err := rt.List(e.t.Context(), map[string]string{drydock.LabelJob: id})
+		if err == nil && len(left) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			e.t.Errorf("sandboxes left behind for job %s: %v %v", id, left, err)
+			return
+		}
 	}
 }
 

@@ -88,8 +88,15 @@ func TestJobInRealSandbox(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer rt.Close()
-			if left, err := rt.List(t.Context(), map[string]string{drydock.LabelJob: id}); err != nil || len(left) != 0 {
-				t.Errorf("sandboxes left behind: %v %v", left, err)
+			// It is destroyed right after the job is finished.
+			for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+				left, err := rt.List(t.Context(), map[string]string{drydock.LabelJob: id})
+				if err == nil && len(left) == 0 {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("sandboxes left behind: %v %v", left, err)
+				}
 			}
 		})
 	}

@@ -97,16 +97,21 @@ func (r *Runner) execute(ctx context.Context, cancel context.CancelCauseFunc, jo
 			result.ArtifactKey, result.ArtifactSize = key, size
 			emit.Emit(endCtx, drydock.EventArtifact, map[string]any{"size": size, "format": "tar.gz"})
 		}
-		if err := r.deps.Runtime.Destroy(endCtx, sb.ID); err != nil {
-			log.Error("destroy sandbox", "sandbox_id", sb.ID, "err", err)
-		}
 	}
 	if result.Summary != "" {
 		emit.Emit(endCtx, drydock.EventSummary, map[string]any{"summary": result.Summary})
 	}
+	// Finish before destroying: a crash in between leaves a finished job
+	// whose sandbox the reaper removes, never a running job whose sandbox is
+	// gone.
 	if err := r.deps.Store.FinishJob(endCtx, job.ID, r.owner, result); err != nil {
 		log.Error("finish job", "err", err)
 		return
+	}
+	if sb != nil {
+		if err := r.deps.Runtime.Destroy(endCtx, sb.ID); err != nil {
+			log.Error("destroy sandbox; the reaper will retry", "sandbox_id", sb.ID, "err", err)
+		}
 	}
 	r.deps.Metrics.finished(result.Status, time.Since(started))
 	log.Info("job finished", "status", result.Status, "error", result.Error, "duration", time.Since(started).Round(time.Millisecond))

@@ -209,6 +209,10 @@ func TestBombsStayInside(t *testing.T) {
 		if kb, _ := strconv.Atoi(strings.TrimSpace(r.stdout)); kb > int(tightLimits.WorkspaceBytes>>10) || kb == 0 {
 			t.Errorf("disk filler wrote %s KiB into a %d KiB workspace", strings.TrimSpace(r.stdout), tightLimits.WorkspaceBytes>>10)
 		}
+		// tmpfs pages count against the memory limit: free them, or the
+		// next bomb runs with 16 MiB less room and the OOM killer may pick
+		// toolboxd (see docs/ARCHITECTURE.md, known limits).
+		sh(ctx, t, cli, bomb.ID, "rm -f /workspace/f*")
 
 		// Processes: 500 background sleeps against a limit of 64. ash gives
 		// up at the first refused fork, so the bomb runs in a child shell;
