@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -20,7 +21,10 @@ import (
 	"github.com/drydockhq/drydock"
 )
 
-var binary string
+var (
+	binary  string
+	nodeSeq atomic.Int64
+)
 
 func TestMain(m *testing.M) {
 	binary = os.Getenv("DRYDOCK_TEST_BIN")
@@ -49,6 +53,7 @@ type server struct {
 	dataDir string
 	addr    string
 	args    []string
+	node    string   // the server's --node-id
 	env     []string // added to the environment
 	cmd     *exec.Cmd
 	logs    *syncBuffer
@@ -86,7 +91,16 @@ func freeAddr(t *testing.T) string {
 func newServer(t *testing.T, extra ...string) *server {
 	t.Helper()
 	s := &server{t: t, dataDir: t.TempDir(), addr: freeAddr(t)}
-	s.args = append([]string{"server", "--listen", s.addr, "--data-dir", s.dataDir, "--runtime", "local", "--agent", "fake", "--lease-ttl", "3s", "--log-level", "info"}, extra...)
+	// A node id of its own: the default (host name and port) could repeat
+	// when a port is reused, and servers sharing an engine reap each other's
+	// sandboxes by node id.
+	s.args = append([]string{"server", "--listen", s.addr, "--data-dir", s.dataDir, "--runtime", "local", "--agent", "fake", "--lease-ttl", "3s", "--log-level", "info",
+		"--node-id", fmt.Sprintf("e2e-%d-%d", os.Getpid(), nodeSeq.Add(1))}, extra...)
+	for i, a := range s.args {
+		if a == "--node-id" && i+1 < len(s.args) {
+			s.node = s.args[i+1] // the last one given wins
+		}
+	}
 	return s
 }
 

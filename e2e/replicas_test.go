@@ -109,7 +109,7 @@ func TestThreeReplicasShareWorkAndFailOver(t *testing.T) {
 				json.Unmarshal(e.Data, &d)
 				if e.Type == drydock.EventStatus && d.Status == "running" {
 					for i, s := range replicas {
-						if strings.HasSuffix(d.Node, "-"+strings.Split(s.addr, ":")[1]) {
+						if d.Node == s.node {
 							victim, victimJob = i, id
 						}
 					}
