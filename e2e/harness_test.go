@@ -119,6 +119,13 @@ func (s *server) start() {
 	s.done = make(chan error, 1)
 	go func() { s.done <- s.cmd.Wait() }()
 	s.t.Cleanup(s.kill)
+	logs := s.logs
+	s.t.Cleanup(func() {
+		if s.t.Failed() {
+			lines := strings.Split(logs.String(), "\n")
+			s.t.Logf("last lines of the server's log:\n%s", strings.Join(lines[max(0, len(lines)-60):], "\n"))
+		}
+	})
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
 		select {

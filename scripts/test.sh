@@ -53,7 +53,10 @@ export DRYDOCK_TEST_TOOLBOXD="$PWD/bin/toolboxd"
 export DRYDOCK_TEST_E2E=1
 
 log "go test (every package; daemons available)"
-go test -count=1 -timeout 25m ./...
+# One package at a time: the end-to-end tests start many servers, sandboxes
+# and browsers, and on a small machine other packages' load at the same time
+# starves them.
+go test -p 1 -count=1 -timeout 25m ./...
 
 log "fuzz targets, bounded"
 for target in $(grep -rl --include='*_test.go' '^func Fuzz' . | xargs -r dirname | sort -u); do
