@@ -53,9 +53,12 @@ export DRYDOCK_TEST_TOOLBOXD="$PWD/bin/toolboxd"
 export DRYDOCK_TEST_E2E=1
 
 log "go test (every package; daemons available)"
-# One package at a time: the end-to-end tests start many servers, sandboxes
-# and browsers, and on a small machine other packages' load at the same time
-# starves them.
+# Compile every test binary first, in parallel (-p 1 below would also build
+# one package at a time), running no test.
+go test -count=1 -run '^$' ./... >/dev/null
+# Then one package at a time: the end-to-end tests start many servers,
+# sandboxes and browsers, and on a small machine other packages' load at the
+# same time starves them.
 go test -p 1 -count=1 -timeout 25m ./...
 
 log "fuzz targets, bounded"
