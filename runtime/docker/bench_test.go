@@ -57,7 +57,7 @@ func BenchmarkCreateReady(b *testing.B) {
 				var lat []time.Duration
 				for b.Loop() {
 					start := time.Now()
-					sb, err := rt.Create(b.Context(), drydock.SandboxSpec{JobID: "bench-" + randHex(4), Image: img})
+					sb, err := rt.Create(b.Context(), drydock.SandboxSpec{JobID: "bench-" + drydock.RandomHex(4), Image: img})
 					if err != nil {
 						b.Fatal(err)
 					}
@@ -123,7 +123,7 @@ func BenchmarkExecTrue(b *testing.B) {
 	forEngineBench(b, func(b *testing.B, s setup) {
 		img := testImage(b, s.host)
 		rt := s.newRuntime(b)
-		sb, err := rt.Create(b.Context(), drydock.SandboxSpec{JobID: "bench-" + randHex(4), Image: img})
+		sb, err := rt.Create(b.Context(), drydock.SandboxSpec{JobID: "bench-" + drydock.RandomHex(4), Image: img})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -152,7 +152,7 @@ func BenchmarkExecTrue(b *testing.B) {
 func BenchmarkHealthRoundTrip(b *testing.B) {
 	forEngineBench(b, func(b *testing.B, s setup) {
 		rt := s.newRuntime(b)
-		sb, err := rt.Create(b.Context(), drydock.SandboxSpec{JobID: "bench-" + randHex(4), Image: testImage(b, s.host)})
+		sb, err := rt.Create(b.Context(), drydock.SandboxSpec{JobID: "bench-" + drydock.RandomHex(4), Image: testImage(b, s.host)})
 		if err != nil {
 			b.Fatal(err)
 		}

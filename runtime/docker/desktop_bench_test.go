@@ -31,7 +31,7 @@ func BenchmarkDesktopSandbox(b *testing.B) {
 		var mem float64
 		for b.Loop() {
 			start := time.Now()
-			sb, err := rt.Create(b.Context(), drydock.SandboxSpec{JobID: "bench-" + randHex(4), Image: img, Profile: drydock.ProfileDesktop})
+			sb, err := rt.Create(b.Context(), drydock.SandboxSpec{JobID: "bench-" + drydock.RandomHex(4), Image: img, Profile: drydock.ProfileDesktop})
 			if err != nil {
 				b.Fatal(err)
 			}

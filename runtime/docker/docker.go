@@ -2,9 +2,6 @@ package docker
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -203,9 +200,9 @@ func (r *Runtime) Create(ctx context.Context, spec drydock.SandboxSpec) (*drydoc
 		return nil, err
 	}
 
-	id := "drydock-" + randHex(8)
+	id := "drydock-" + drydock.RandomHex(8)
 	dir := filepath.Join(r.stateDir, id)
-	sec := secrets{Token: randToken(32), VNCPassword: vncPassword()}
+	sec := secrets{Token: drydock.NewSandboxToken(), VNCPassword: drydock.NewVNCPassword()}
 	if err := r.makeStateDir(dir, sec); err != nil {
 		return nil, fmt.Errorf("create sandbox %s: %w", id, err)
 	}
@@ -584,33 +581,6 @@ func engineError(op string, err error) error {
 	return fmt.Errorf("%s: %w", op, err)
 }
 
-func randHex(n int) string {
-	b := make([]byte, n)
-	if _, err := rand.Read(b); err != nil {
-		panic("crypto/rand failed: " + err.Error())
-	}
-	return hex.EncodeToString(b)
-}
-
-func randToken(n int) string {
-	b := make([]byte, n)
-	if _, err := rand.Read(b); err != nil {
-		panic("crypto/rand failed: " + err.Error())
-	}
-	return base64.RawURLEncoding.EncodeToString(b)
-}
-
 // vncPassword is 8 characters because classic VNC authentication uses only
 // the first eight; the alphabet leaves out look-alike characters for people
 // who type it.
-func vncPassword() string {
-	const alphabet = "abcdefghijkmnopqrstuvwxyzABCDEFGHJKLMNPQRSTUVWXYZ23456789"
-	b := make([]byte, 8)
-	if _, err := rand.Read(b); err != nil {
-		panic("crypto/rand failed: " + err.Error())
-	}
-	for i := range b {
-		b[i] = alphabet[int(b[i])%len(alphabet)]
-	}
-	return string(b)
-}

@@ -27,14 +27,14 @@ func TestReap(t *testing.T) {
 			t.Cleanup(func() { rt.Destroy(context.Background(), sb.ID) })
 			return sb
 		}
-		live := create("reap-live-" + randHex(4))
-		done := create("reap-done-" + randHex(4))
+		live := create("reap-live-" + drydock.RandomHex(4))
+		done := create("reap-done-" + drydock.RandomHex(4))
 
 		// Directories of sandboxes whose container vanished (an engine wiped
 		// under us): an old one is reaped, a fresh one may be a Create in
 		// progress and stays.
-		oldOrphan := filepath.Join(rt.stateDir, "drydock-"+randHex(8))
-		newOrphan := filepath.Join(rt.stateDir, "drydock-"+randHex(8))
+		oldOrphan := filepath.Join(rt.stateDir, "drydock-"+drydock.RandomHex(8))
+		newOrphan := filepath.Join(rt.stateDir, "drydock-"+drydock.RandomHex(8))
 		for _, d := range []string{oldOrphan, newOrphan} {
 			if err := os.MkdirAll(filepath.Join(d, "toolbox"), 0o700); err != nil {
 				t.Fatal(err)
@@ -98,7 +98,7 @@ func TestFailedCreateCleansUp(t *testing.T) {
 					return tc.start(id)
 				}
 			}
-			job := "fail-" + randHex(4)
+			job := "fail-" + drydock.RandomHex(4)
 			if sb, err := rt.Create(t.Context(), drydock.SandboxSpec{JobID: job, Image: s.image}); err == nil {
 				rt.Destroy(context.Background(), sb.ID)
 				t.Fatalf("%s: Create succeeded", tc.name)

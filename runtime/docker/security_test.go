@@ -30,7 +30,7 @@ var tightLimits = drydock.Resources{
 func secure(t *testing.T, s setup, rt *Runtime, egress ...string) *drydock.Sandbox {
 	t.Helper()
 	sb, err := rt.Create(t.Context(), drydock.SandboxSpec{
-		JobID: "sec-" + randHex(4), Image: s.image, Profile: drydock.ProfileHeadless,
+		JobID: "sec-" + drydock.RandomHex(4), Image: s.image, Profile: drydock.ProfileHeadless,
 		Resources: tightLimits, Egress: egress,
 	})
 	if err != nil {

@@ -34,7 +34,7 @@ func BenchmarkToolboxReady(b *testing.B) {
 		var lat []time.Duration
 		for b.Loop() {
 			start := time.Now()
-			sb, err := rt.Create(b.Context(), drydock.SandboxSpec{JobID: "bench-" + randHex(4), Image: img})
+			sb, err := rt.Create(b.Context(), drydock.SandboxSpec{JobID: "bench-" + drydock.RandomHex(4), Image: img})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -64,7 +64,7 @@ func BenchmarkToolboxExecTrue(b *testing.B) {
 	img := realImage(b)
 	forEngineBench(b, func(b *testing.B, s setup) {
 		rt := s.newRuntime(b)
-		sb, err := rt.Create(b.Context(), drydock.SandboxSpec{JobID: "bench-" + randHex(4), Image: img})
+		sb, err := rt.Create(b.Context(), drydock.SandboxSpec{JobID: "bench-" + drydock.RandomHex(4), Image: img})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -126,7 +126,7 @@ func BenchmarkIdleMemory(b *testing.B) {
 	img := realImage(b)
 	forEngineBench(b, func(b *testing.B, s setup) {
 		rt := s.newRuntime(b)
-		sb, err := rt.Create(b.Context(), drydock.SandboxSpec{JobID: "bench-" + randHex(4), Image: img})
+		sb, err := rt.Create(b.Context(), drydock.SandboxSpec{JobID: "bench-" + drydock.RandomHex(4), Image: img})
 		if err != nil {
 			b.Fatal(err)
 		}

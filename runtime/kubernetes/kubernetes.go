@@ -2,9 +2,6 @@ package kubernetes
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -254,8 +251,8 @@ func (r *Runtime) Create(ctx context.Context, spec drydock.SandboxSpec) (*drydoc
 		return nil, err
 	}
 
-	id := "drydock-" + randHex(8)
-	token, vnc := randToken(32), vncPassword()
+	id := "drydock-" + drydock.RandomHex(8)
+	token, vnc := drydock.NewSandboxToken(), drydock.NewVNCPassword()
 	domain := r.domainLabels(spec)
 	sb, err := r.create(ctx, id, img, spec, res, domain, egress, token, vnc)
 	if err != nil {
@@ -651,33 +648,6 @@ func apiMessage(err error) string {
 	return err.Error()
 }
 
-func randHex(n int) string {
-	b := make([]byte, n)
-	if _, err := rand.Read(b); err != nil {
-		panic("crypto/rand failed: " + err.Error())
-	}
-	return hex.EncodeToString(b)
-}
-
-func randToken(n int) string {
-	b := make([]byte, n)
-	if _, err := rand.Read(b); err != nil {
-		panic("crypto/rand failed: " + err.Error())
-	}
-	return base64.RawURLEncoding.EncodeToString(b)
-}
-
 // vncPassword is 8 characters because classic VNC authentication uses only
 // the first eight; the alphabet leaves out look-alike characters for people
 // who type it.
-func vncPassword() string {
-	const alphabet = "abcdefghijkmnopqrstuvwxyzABCDEFGHJKLMNPQRSTUVWXYZ23456789"
-	b := make([]byte, 8)
-	if _, err := rand.Read(b); err != nil {
-		panic("crypto/rand failed: " + err.Error())
-	}
-	for i := range b {
-		b[i] = alphabet[int(b[i])%len(alphabet)]
-	}
-	return string(b)
-}

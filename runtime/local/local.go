@@ -2,7 +2,6 @@ package local
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -168,14 +167,14 @@ func (r *Runtime) Create(ctx context.Context, spec drydock.SandboxSpec) (*drydoc
 	labels[drydock.LabelJob] = spec.JobID
 	labels[drydock.LabelServer] = r.opts.ServerID
 	m := meta{
-		ID:        "local-" + randHex(8),
+		ID:        "local-" + drydock.RandomHex(8),
 		JobID:     spec.JobID,
 		Profile:   spec.Profile,
 		Labels:    labels,
 		Env:       spec.Env,
 		CreatedAt: time.Now().UTC().Truncate(time.Millisecond),
 	}
-	token := randHex(32)
+	token := drydock.NewSandboxToken()
 	sb, err := r.create(m, token)
 	if err != nil {
 		r.remove(m.ID)
@@ -424,10 +423,4 @@ func trimNewline(b []byte) []byte {
 		b = b[:len(b)-1]
 	}
 	return b
-}
-
-func randHex(n int) string {
-	b := make([]byte, n)
-	rand.Read(b) // never fails on supported platforms (Go 1.24+)
-	return hex.EncodeToString(b)
 }

@@ -2,9 +2,6 @@ package runtimetest
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -62,7 +59,7 @@ type suite struct {
 // other's sandboxes.
 func (s *suite) spec(t *testing.T) drydock.SandboxSpec {
 	return drydock.SandboxSpec{
-		JobID:     "rtt-" + randHex(6),
+		JobID:     "rtt-" + drydock.RandomHex(6),
 		Image:     s.opts.Image,
 		Profile:   s.opts.Profile,
 		Resources: s.opts.Resources,
@@ -171,7 +168,7 @@ func (s *suite) testLifecycle(t *testing.T) {
 func (s *suite) testListByLabels(t *testing.T) {
 	t.Parallel()
 	rt := s.newRuntime(t)
-	run := "run-" + randHex(6)
+	run := "run-" + drydock.RandomHex(6)
 	specA, specB := s.spec(t), s.spec(t)
 	specA.Labels["drydock.test.run"] = run
 	specB.Labels["drydock.test.run"] = run
@@ -396,12 +393,4 @@ func sandboxIDs(list []*drydock.Sandbox) []string {
 func sortedIDs(ids ...string) []string {
 	slices.Sort(ids)
 	return ids
-}
-
-func randHex(n int) string {
-	b := make([]byte, n)
-	if _, err := rand.Read(b); err != nil {
-		panic(errors.New("crypto/rand failed"))
-	}
-	return hex.EncodeToString(b)
 }
