@@ -2,6 +2,8 @@ package drydock
 
 import (
 	"context"
+	"maps"
+	"strings"
 	"time"
 )
 
@@ -81,4 +83,58 @@ type Runtime interface {
 	// Destroy removes a sandbox and everything it owns. Destroying a sandbox
 	// that does not exist is not an error.
 	Destroy(ctx context.Context, id string) error
+}
+
+// Check fills the spec's default profile and validates what every runtime
+// needs of it. Runtimes call it first in Create.
+func (s *SandboxSpec) Check() error {
+	if s.JobID == "" {
+		return Errorf(EINVALID, "sandbox spec has no job id")
+	}
+	if s.Profile == "" {
+		s.Profile = ProfileHeadless
+	}
+	if !s.Profile.Valid() {
+		return Errorf(EINVALID, "unknown sandbox profile %q", s.Profile)
+	}
+	for _, e := range s.Egress {
+		if strings.TrimSpace(e) == "" {
+			return Errorf(EINVALID, "empty egress destination")
+		}
+	}
+	return nil
+}
+
+// RuntimeLabels returns the spec's labels plus the ones every runtime puts
+// on its sandboxes (managed, job, and the creating server's node id).
+func (s SandboxSpec) RuntimeLabels(serverID string) map[string]string {
+	labels := make(map[string]string, len(s.Labels)+3)
+	maps.Copy(labels, s.Labels)
+	labels[LabelManaged] = "true"
+	labels[LabelJob] = s.JobID
+	labels[LabelServer] = serverID
+	return labels
+}
+
+// Or returns r with each zero field taken from the first of defaults that
+// sets it.
+func (r Resources) Or(defaults ...Resources) Resources {
+	for _, d := range defaults {
+		if r.CPUs <= 0 {
+			r.CPUs = d.CPUs
+		}
+		if r.MemoryBytes <= 0 {
+			r.MemoryBytes = d.MemoryBytes
+		}
+		if r.PidsLimit <= 0 {
+			r.PidsLimit = d.PidsLimit
+		}
+		if r.WorkspaceBytes <= 0 {
+			r.WorkspaceBytes = d.WorkspaceBytes
+		}
+		if r.TmpBytes <= 0 {
+			r.TmpBytes = d.TmpBytes
+		}
+	}
+	return r
 }

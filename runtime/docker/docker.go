@@ -174,19 +174,8 @@ type secrets struct {
 
 // Create implements drydock.Runtime.
 func (r *Runtime) Create(ctx context.Context, spec drydock.SandboxSpec) (*drydock.Sandbox, error) {
-	if spec.JobID == "" {
-		return nil, drydock.Errorf(drydock.EINVALID, "sandbox spec has no job id")
-	}
-	if spec.Profile == "" {
-		spec.Profile = drydock.ProfileHeadless
-	}
-	if !spec.Profile.Valid() {
-		return nil, drydock.Errorf(drydock.EINVALID, "unknown sandbox profile %q", spec.Profile)
-	}
-	for _, e := range spec.Egress {
-		if strings.TrimSpace(e) == "" {
-			return nil, drydock.Errorf(drydock.EINVALID, "empty egress destination")
-		}
+	if err := spec.Check(); err != nil {
+		return nil, err
 	}
 	img := spec.Image
 	if img == "" {
@@ -225,13 +214,7 @@ func (r *Runtime) Create(ctx context.Context, spec drydock.SandboxSpec) (*drydoc
 }
 
 func (r *Runtime) createContainer(ctx context.Context, id, dir, img string, spec drydock.SandboxSpec, res drydock.Resources, sec secrets) (*drydock.Sandbox, error) {
-	labels := maps.Clone(spec.Labels)
-	if labels == nil {
-		labels = map[string]string{}
-	}
-	labels[drydock.LabelManaged] = "true"
-	labels[drydock.LabelJob] = spec.JobID
-	labels[drydock.LabelServer] = r.opts.ServerID
+	labels := spec.RuntimeLabels(r.opts.ServerID)
 	labels[labelProfile] = string(spec.Profile)
 	labels[labelStateDir] = dir
 
@@ -358,21 +341,7 @@ func (r *Runtime) isPodman(ctx context.Context) (bool, error) {
 }
 
 func (r *Runtime) resources(spec drydock.Resources) drydock.Resources {
-	pick := func(vals ...float64) float64 {
-		for _, v := range vals {
-			if v > 0 {
-				return v
-			}
-		}
-		return 0
-	}
-	return drydock.Resources{
-		CPUs:           pick(spec.CPUs, r.opts.Defaults.CPUs, DefaultResources.CPUs),
-		MemoryBytes:    int64(pick(float64(spec.MemoryBytes), float64(r.opts.Defaults.MemoryBytes), float64(DefaultResources.MemoryBytes))),
-		PidsLimit:      int64(pick(float64(spec.PidsLimit), float64(r.opts.Defaults.PidsLimit), float64(DefaultResources.PidsLimit))),
-		WorkspaceBytes: int64(pick(float64(spec.WorkspaceBytes), float64(r.opts.Defaults.WorkspaceBytes), float64(DefaultResources.WorkspaceBytes))),
-		TmpBytes:       int64(pick(float64(spec.TmpBytes), float64(r.opts.Defaults.TmpBytes), float64(DefaultResources.TmpBytes))),
-	}
+	return spec.Or(r.opts.Defaults, DefaultResources)
 }
 
 func validResources(r drydock.Resources) error {

@@ -218,14 +218,8 @@ func (r *Runtime) Namespace() string { return r.namespace }
 // them if the pod goes any other way than Destroy), and waits for the pod
 // to run with an IP. On any failure it deletes what it made.
 func (r *Runtime) Create(ctx context.Context, spec drydock.SandboxSpec) (*drydock.Sandbox, error) {
-	if spec.JobID == "" {
-		return nil, drydock.Errorf(drydock.EINVALID, "sandbox spec has no job id")
-	}
-	if spec.Profile == "" {
-		spec.Profile = drydock.ProfileHeadless
-	}
-	if !spec.Profile.Valid() {
-		return nil, drydock.Errorf(drydock.EINVALID, "unknown sandbox profile %q", spec.Profile)
+	if err := spec.Check(); err != nil {
+		return nil, err
 	}
 	var egress []networkingv1.NetworkPolicyEgressRule
 	if len(spec.Egress) > 0 {
@@ -595,21 +589,12 @@ func watchGone(ctx context.Context, w watch.Interface, pods interface {
 	}
 }
 
+// resources has no pids limit: Kubernetes sets none per pod (the node's
+// setting applies).
 func (r *Runtime) resources(spec drydock.Resources) drydock.Resources {
-	pick := func(vals ...float64) float64 {
-		for _, v := range vals {
-			if v > 0 {
-				return v
-			}
-		}
-		return 0
-	}
-	return drydock.Resources{
-		CPUs:           pick(spec.CPUs, r.opts.Defaults.CPUs, DefaultResources.CPUs),
-		MemoryBytes:    int64(pick(float64(spec.MemoryBytes), float64(r.opts.Defaults.MemoryBytes), float64(DefaultResources.MemoryBytes))),
-		WorkspaceBytes: int64(pick(float64(spec.WorkspaceBytes), float64(r.opts.Defaults.WorkspaceBytes), float64(DefaultResources.WorkspaceBytes))),
-		TmpBytes:       int64(pick(float64(spec.TmpBytes), float64(r.opts.Defaults.TmpBytes), float64(DefaultResources.TmpBytes))),
-	}
+	res := spec.Or(r.opts.Defaults, DefaultResources)
+	res.PidsLimit = 0
+	return res
 }
 
 func validResources(r drydock.Resources) error {

@@ -65,13 +65,7 @@ const terminationGrace = 12
 
 // domainLabels are the labels a sandbox carries in the drydock sense.
 func (r *Runtime) domainLabels(spec drydock.SandboxSpec) map[string]string {
-	labels := maps.Clone(spec.Labels)
-	if labels == nil {
-		labels = map[string]string{}
-	}
-	labels[drydock.LabelManaged] = "true"
-	labels[drydock.LabelJob] = spec.JobID
-	labels[drydock.LabelServer] = r.opts.ServerID
+	labels := spec.RuntimeLabels(r.opts.ServerID)
 	labels[labelProfile] = string(spec.Profile)
 	return labels
 }

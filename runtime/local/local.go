@@ -147,25 +147,13 @@ func (r *Runtime) socketPath(id string) string {
 
 // Create implements drydock.Runtime.
 func (r *Runtime) Create(ctx context.Context, spec drydock.SandboxSpec) (*drydock.Sandbox, error) {
-	if spec.JobID == "" {
-		return nil, drydock.Errorf(drydock.EINVALID, "sandbox spec has no job id")
-	}
-	if spec.Profile == "" {
-		spec.Profile = drydock.ProfileHeadless
-	}
-	if !spec.Profile.Valid() {
-		return nil, drydock.Errorf(drydock.EINVALID, "unknown sandbox profile %q", spec.Profile)
+	if err := spec.Check(); err != nil {
+		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	labels := maps.Clone(spec.Labels)
-	if labels == nil {
-		labels = map[string]string{}
-	}
-	labels[drydock.LabelManaged] = "true"
-	labels[drydock.LabelJob] = spec.JobID
-	labels[drydock.LabelServer] = r.opts.ServerID
+	labels := spec.RuntimeLabels(r.opts.ServerID)
 	m := meta{
 		ID:        "local-" + drydock.RandomHex(8),
 		JobID:     spec.JobID,
