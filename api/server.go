@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/drydockhq/drydock"
+	"github.com/drydockhq/drydock/toolbox"
 	"github.com/drydockhq/drydock/watch"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -42,6 +43,10 @@ type Config struct {
 	// desktop and Jupyter. Nil turns them off (finished jobs' files are
 	// still served from their archives).
 	Sandboxes func(ctx context.Context, id string) (*drydock.Sandbox, error)
+	// Toolbox holds the clients of sandboxes' toolboxd, shared with the
+	// runner so that one connection pool serves a sandbox; nil means a pool
+	// of the server's own.
+	Toolbox *toolbox.Pool
 	// LinkKeyFile keeps the key that signs live-view links (created on
 	// first use), so that links survive a restart; "" keeps a random key
 	// in memory.
@@ -87,6 +92,9 @@ func New(cfg Config, store *watch.Store, queue Queue, artifacts drydock.Artifact
 	}
 	if cfg.SSEPing <= 0 {
 		cfg.SSEPing = 15 * time.Second
+	}
+	if cfg.Toolbox == nil {
+		cfg.Toolbox = toolbox.NewPool()
 	}
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)

@@ -56,14 +56,12 @@ type live struct {
 	key     []byte
 	conns   *prometheus.GaugeVec
 	mu      sync.Mutex
-	clients map[string]*toolbox.Client // by sandbox id + token
-	jupyter map[string]*jupyterStart   // by sandbox id
+	jupyter map[string]*jupyterStart // by sandbox id
 }
 
 // initLive loads the link key and registers the live views' metrics.
 func (s *Server) initLive(reg prometheus.Registerer) {
 	s.live = &live{
-		clients: map[string]*toolbox.Client{},
 		jupyter: map[string]*jupyterStart{},
 		conns: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "drydock_live_connections", Help: "Open live-view connections through the server, by kind (desktop, jupyter).",
@@ -445,23 +443,7 @@ func (s *Server) sandboxOf(ctx context.Context, job *drydock.Job) (*drydock.Sand
 // toolboxFor returns a client of the sandbox's toolboxd, reusing its
 // connection pool across requests.
 func (s *Server) toolboxFor(sb *drydock.Sandbox) *toolbox.Client {
-	key := sb.ID + "\x00" + sb.Endpoint.Network + "\x00" + sb.Endpoint.Address + "\x00" + sb.Token
-	s.live.mu.Lock()
-	defer s.live.mu.Unlock()
-	if c, ok := s.live.clients[key]; ok {
-		return c
-	}
-	if len(s.live.clients) >= 256 {
-		// Sandboxes come and go; rather than track each one's end, start
-		// over now and then. Open streams keep their own connections.
-		for k, c := range s.live.clients {
-			c.Close()
-			delete(s.live.clients, k)
-		}
-	}
-	c := toolbox.New(sb.Endpoint, sb.Token)
-	s.live.clients[key] = c
-	return c
+	return s.cfg.Toolbox.Get(sb)
 }
 
 var (

@@ -6,7 +6,6 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
-	"sync"
 
 	"github.com/drydockhq/drydock"
 	"github.com/drydockhq/drydock/runtime/docker"
@@ -24,48 +23,19 @@ func (t toolboxConn) DownloadTar(ctx context.Context, path string) (io.ReadClose
 	return t.Client.DownloadTar(ctx, path)
 }
 
-// toolboxCache keeps one client (one connection pool) per sandbox.
-type toolboxCache struct {
-	mu sync.Mutex
-	m  map[string]*toolbox.Client
-}
-
-func (c *toolboxCache) get(sb *drydock.Sandbox) toolboxConn {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	key := sb.ID + "\x00" + sb.Endpoint.Address + "\x00" + sb.Token
-	if cl, ok := c.m[key]; ok {
-		return toolboxConn{cl}
-	}
-	cl := toolbox.New(sb.Endpoint, sb.Token)
-	c.m[key] = cl
-	return toolboxConn{cl}
-}
-
-func (c *toolboxCache) forget(id string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for k, cl := range c.m {
-		if len(k) > len(id) && k[:len(id)+1] == id+"\x00" {
-			cl.Close()
-			delete(c.m, k)
-		}
-	}
-}
-
 // forgetful drops a sandbox's cached client when the sandbox is destroyed.
 type forgetful struct {
 	drydock.Runtime
-	cache *toolboxCache
+	pool *toolbox.Pool
 }
 
 func (f forgetful) Destroy(ctx context.Context, id string) error {
-	f.cache.forget(id)
+	f.pool.Forget(id)
 	return f.Runtime.Destroy(ctx, id)
 }
 
-func (c *ServerCmd) buildRuntime(ctx context.Context, log *slog.Logger) (drydock.Runtime, func(*drydock.Sandbox) toolboxConn, func(), error) {
-	cache := &toolboxCache{m: map[string]*toolbox.Client{}}
+func (c *ServerCmd) buildRuntime(ctx context.Context, log *slog.Logger) (drydock.Runtime, *toolbox.Pool, func(), error) {
+	pool := toolbox.NewPool()
 	var rt drydock.Runtime
 	closeFn := func() {}
 	switch c.Runtime {
@@ -105,5 +75,5 @@ func (c *ServerCmd) buildRuntime(ctx context.Context, log *slog.Logger) (drydock
 	default:
 		return nil, nil, nil, fmt.Errorf("unknown runtime %q", c.Runtime)
 	}
-	return forgetful{rt, cache}, cache.get, closeFn, nil
+	return forgetful{rt, pool}, pool, closeFn, nil
 }

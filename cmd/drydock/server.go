@@ -21,7 +21,6 @@ import (
 	"github.com/drydockhq/drydock/runner"
 	"github.com/drydockhq/drydock/store/postgres"
 	"github.com/drydockhq/drydock/store/sqlite"
-	toolboxclient "github.com/drydockhq/drydock/toolbox"
 	"github.com/drydockhq/drydock/watch"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -146,7 +145,7 @@ func (c *ServerCmd) Run(g *Globals) error {
 		return err
 	}
 	log.Info("artifacts", "store", where)
-	rt, toolbox, closeRuntime, err := c.buildRuntime(ctx, log)
+	rt, pool, closeRuntime, err := c.buildRuntime(ctx, log)
 	if err != nil {
 		return err
 	}
@@ -159,14 +158,14 @@ func (c *ServerCmd) Run(g *Globals) error {
 	switch c.Agent {
 	case "fake":
 		log.Warn("fake agent: jobs run a scripted demo, not a model")
-		ag = &fake.Agent{Dial: func(sb *drydock.Sandbox) fake.Workspace { return toolbox(sb) }}
+		ag = &fake.Agent{Dial: func(sb *drydock.Sandbox) fake.Workspace { return pool.Get(sb) }}
 	default:
 		a, err := agent.New(agent.Config{
 			Provider:   c.LLM,
 			Model:      c.Model,
 			MaxSteps:   c.MaxSteps,
 			MaxCostUSD: c.MaxCostUSD,
-			Dial:       func(sb *drydock.Sandbox) *toolboxclient.Client { return toolbox(sb).Client },
+			Dial:       pool.Get,
 		}, log.With("component", "agent"))
 		if err != nil {
 			return fmt.Errorf("llm agent: %w", err)
@@ -193,7 +192,7 @@ func (c *ServerCmd) Run(g *Globals) error {
 		},
 	}, runner.Deps{
 		Store: ws, Runtime: rt, Agent: ag, Artifacts: artifacts,
-		Toolbox: func(sb *drydock.Sandbox) runner.Toolbox { return toolbox(sb) },
+		Toolbox: func(sb *drydock.Sandbox) runner.Toolbox { return toolboxConn{pool.Get(sb)} },
 		Logger:  log, Metrics: runner.NewMetrics(reg),
 	})
 	srv := api.New(api.Config{
@@ -201,6 +200,7 @@ func (c *ServerCmd) Run(g *Globals) error {
 		PublicURL:   c.PublicURL,
 		LiveURL:     c.LiveURL,
 		Sandboxes:   rt.Get,
+		Toolbox:     pool,
 		LinkKeyFile: filepath.Join(c.DataDir, "link.key"),
 	}, ws, run, artifacts, reg, log)
 
