@@ -1,31 +1,4 @@
 #!/bin/sh
-# Stops the dockerd that docker-up.sh started, by its pid. Its data root stays,
-# so images built for tests are reused by the next run. Idempotent.
-set -eu
-
-RUN=/run/drydock-test
-PIDFILE="$RUN/dockerd.pid"
-
-if [ ! -f "$PIDFILE" ]; then
-	echo "docker-down: not running"
-	exit 0
-fi
-pid=$(cat "$PIDFILE")
-if ! kill -0 "$pid" 2>/dev/null; then
-	rm -f "$PIDFILE" "$RUN/docker.sock"
-	echo "docker-down: not running (removed stale pidfile)"
-	exit 0
-fi
-kill -TERM "$pid"
-i=0
-while kill -0 "$pid" 2>/dev/null; do
-	i=$((i + 1))
-	if [ "$i" -gt 60 ]; then
-		echo "docker-down: dockerd (pid $pid) still running after 30 s; sending SIGKILL" >&2
-		kill -KILL "$pid" 2>/dev/null || true
-		break
-	fi
-	sleep 0.5
-done
-rm -f "$PIDFILE" "$RUN/docker.sock"
-echo "docker-down: dockerd (pid $pid) stopped"
+# Stops the dockerd that docker-up.sh started. Its data root stays, so images
+# built for tests are reused by the next run. Idempotent.
+exec "$(dirname "$0")/stop-daemon.sh" docker /run/drydock-test/dockerd.pid /run/drydock-test/docker.sock
