@@ -436,6 +436,13 @@ func TestEventsPageAndResumableStream(t *testing.T) {
 	if diff := cmp.Diff([]string{"log", "log", "log", "status", "end"}, types); diff != "" {
 		t.Errorf("types (-want +got):\n%s", diff)
 	}
+	// A stream that ended leaves no waiter behind.
+	resp.Body.Close()
+	for deadline := time.Now().Add(2 * time.Second); b.store.Watched() != 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d jobs still watched after the stream ended", b.store.Watched())
+		}
+	}
 }
 
 func TestArtifactDownloads(t *testing.T) {

@@ -117,50 +117,57 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, id string,
 	defer poll.Stop()
 	for {
 		// Take the wake-up channel before reading so a write in between is
-		// not missed.
-		changed := s.store.Changed(id)
-		job, err := s.store.GetJob(ctx, id)
-		if err != nil {
-			return
-		}
-		for {
-			events, err := s.store.ListEvents(ctx, id, after, 500)
+		// not missed; release it whatever ends the round.
+		changed, release := s.store.Changed(id)
+		more := func() bool {
+			defer release()
+			job, err := s.store.GetJob(ctx, id)
 			if err != nil {
-				return
+				return false
 			}
-			// Streams can outlive the server's write timeout.
-			_ = rc.SetWriteDeadline(time.Now().Add(30 * time.Second))
-			for _, e := range events {
-				b, _ := json.Marshal(e)
-				if _, err := fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", e.Seq, e.Type, b); err != nil {
-					return
+			for {
+				events, err := s.store.ListEvents(ctx, id, after, 500)
+				if err != nil {
+					return false
 				}
-				after = e.Seq
+				// Streams can outlive the server's write timeout.
+				_ = rc.SetWriteDeadline(time.Now().Add(30 * time.Second))
+				for _, e := range events {
+					b, _ := json.Marshal(e)
+					if _, err := fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", e.Seq, e.Type, b); err != nil {
+						return false
+					}
+					after = e.Seq
+				}
+				flusher.Flush()
+				if len(events) < 500 {
+					break
+				}
 			}
-			flusher.Flush()
-			if len(events) < 500 {
-				break
+			if job.Status.Terminal() {
+				fmt.Fprintf(w, "event: end\ndata: {\"status\":%q}\n\n", job.Status)
+				flusher.Flush()
+				return false
 			}
-		}
-		if job.Status.Terminal() {
-			fmt.Fprintf(w, "event: end\ndata: {\"status\":%q}\n\n", job.Status)
-			flusher.Flush()
-			return
-		}
-		poll.Reset(s.cfg.SSEPoll)
-		select {
-		case <-ctx.Done():
-			return
-		case <-s.closing:
-			return
-		case <-changed:
-		case <-poll.C:
-		case <-ping.C:
-			_ = rc.SetWriteDeadline(time.Now().Add(30 * time.Second))
-			if _, err := fmt.Fprint(w, ": ping\n\n"); err != nil {
-				return
+			poll.Reset(s.cfg.SSEPoll)
+			select {
+			case <-ctx.Done():
+				return false
+			case <-s.closing:
+				return false
+			case <-changed:
+			case <-poll.C:
+			case <-ping.C:
+				_ = rc.SetWriteDeadline(time.Now().Add(30 * time.Second))
+				if _, err := fmt.Fprint(w, ": ping\n\n"); err != nil {
+					return false
+				}
+				flusher.Flush()
 			}
-			flusher.Flush()
+			return true
+		}()
+		if !more {
+			return
 		}
 	}
 }

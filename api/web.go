@@ -460,13 +460,15 @@ func (s *Server) untilJobEnds(parent context.Context, id string) (context.Contex
 		poll := time.NewTicker(max(s.cfg.SSEPoll, 100*time.Millisecond) * 4)
 		defer poll.Stop()
 		for {
-			changed := s.store.Changed(id)
+			changed, release := s.store.Changed(id)
 			job, err := s.store.GetJob(ctx, id)
 			switch {
 			case err == nil && job.Status.Terminal():
+				release()
 				cancel(errJobEnded)
 				return
 			case drydock.ErrorCode(err) == drydock.ENOTFOUND:
+				release()
 				cancel(errJobEnded)
 				return
 			case err != nil && ctx.Err() == nil:
@@ -474,13 +476,16 @@ func (s *Server) untilJobEnds(parent context.Context, id string) (context.Contex
 			}
 			select {
 			case <-ctx.Done():
+				release()
 				return
 			case <-s.closing:
+				release()
 				cancel(errShutdown)
 				return
 			case <-changed:
 			case <-poll.C:
 			}
+			release()
 		}
 	}()
 	return ctx, func() { cancel(context.Canceled) }

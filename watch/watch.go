@@ -16,37 +16,63 @@ type Store struct {
 	drydock.Store
 
 	mu      sync.Mutex
-	waiters map[string]chan struct{}
+	waiters map[string]*waiters
+}
+
+// waiters share one channel per job; n counts them so that the entry goes
+// away when the last one leaves, whether or not the job is ever written again.
+type waiters struct {
+	ch chan struct{}
+	n  int
 }
 
 var _ drydock.Store = (*Store)(nil)
 
 // Wrap returns s with change notification.
 func Wrap(s drydock.Store) *Store {
-	return &Store{Store: s, waiters: map[string]chan struct{}{}}
+	return &Store{Store: s, waiters: map[string]*waiters{}}
 }
 
 // Changed returns a channel closed at the next write to job id's events or
-// state. Take the channel before reading, then wait on it, so that no write
-// between the read and the wait is missed.
-func (s *Store) Changed(id string) <-chan struct{} {
+// state, and a release func the caller must call when it stops waiting. Take
+// the channel before reading, then wait on it, so that no write between the
+// read and the wait is missed.
+func (s *Store) Changed(id string) (<-chan struct{}, func()) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	ch, ok := s.waiters[id]
+	w, ok := s.waiters[id]
 	if !ok {
-		ch = make(chan struct{})
-		s.waiters[id] = ch
+		w = &waiters{ch: make(chan struct{})}
+		s.waiters[id] = w
 	}
-	return ch
+	w.n++
+	var once sync.Once
+	return w.ch, func() {
+		once.Do(func() {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			w.n--
+			if w.n == 0 && s.waiters[id] == w {
+				delete(s.waiters, id)
+			}
+		})
+	}
+}
+
+// Watched reports how many jobs have waiters (for tests and metrics).
+func (s *Store) Watched() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.waiters)
 }
 
 func (s *Store) signal(id string) {
 	s.mu.Lock()
-	ch, ok := s.waiters[id]
+	w, ok := s.waiters[id]
 	delete(s.waiters, id)
 	s.mu.Unlock()
 	if ok {
-		close(ch)
+		close(w.ch)
 	}
 }
 
