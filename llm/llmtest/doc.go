@@ -5,8 +5,8 @@
 // OpenAI chat completions wire format (POST /v1/chat/completions) and the
 // Anthropic Messages format (POST /v1/messages), non-streaming. It answers
 // each request with the next planned Turn (text and tool calls, or a fault:
-// 429, 500, 529, 401, a dropped connection, a slow answer), or with what a
-// function decides from the request, and records every request it received,
+// 429, 500, 529, 401, a dropped connection, a 200 whose body is cut off
+// half way, a slow answer), or with what a function decides from the request, and records every request it received,
 // decoded back into provider-neutral messages, so tests can check what the
 // model was shown. Like the real APIs it refuses malformed conversations
 // with 400 (a tool result without its call, calls left unanswered, roles

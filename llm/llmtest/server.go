@@ -28,6 +28,10 @@ const (
 	Unauthorized       // 401, as for a wrong key
 	Drop               // the connection is closed without an answer
 	BadRequest         // 400 with Turn.Text as the API's message
+	// Cut answers 200 with the whole answer's Content-Length, sends the
+	// first half of the body and closes the connection: an endpoint or a
+	// proxy dying mid-response.
+	Cut
 )
 
 func (f Fault) String() string {
@@ -46,6 +50,8 @@ func (f Fault) String() string {
 		return "drop"
 	case BadRequest:
 		return "bad_request"
+	case Cut:
+		return "cut"
 	}
 	return "fault(" + strconv.Itoa(int(f)) + ")"
 }
@@ -370,7 +376,30 @@ func (s *Server) play(w http.ResponseWriter, r *http.Request, a api, req *Reques
 	req.Answer = t
 	s.mu.Unlock()
 	w.Header().Set("Request-Id", fmt.Sprintf("req_llmtest_%d", req.N))
+	if t.Fault == Cut {
+		cut(w, a.answer(req, t))
+		return
+	}
 	writeJSON(w, http.StatusOK, a.answer(req, t))
+}
+
+// cut sends the headers of a complete answer and half of its body, then
+// closes the connection, so the client sees a 200 whose body ends early.
+func cut(w http.ResponseWriter, v any) {
+	body, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(http.StatusOK)
+	w.Write(body[:len(body)/2])
+	if f, ok := w.(http.Flusher); ok {
+		f.Flush()
+	}
+	// Aborting the handler closes the connection without completing the
+	// body (the server does not pad it or reuse the connection).
+	panic(http.ErrAbortHandler)
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

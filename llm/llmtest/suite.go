@@ -245,6 +245,30 @@ func Run(t *testing.T, newProvider Factory) {
 		}
 	})
 
+	t.Run("RetriesAnswersCutOff", func(t *testing.T) {
+		t.Parallel()
+		srv, p := setup(t, Options{Turns: []Turn{{Text: "lost", Fault: Cut}, {Text: "lost again", Fault: Cut}, {Text: "whole"}}}, Config{MaxRetries: 3})
+		res, err := complete(t, p, hello)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Text != "whole" || len(srv.Requests()) != 3 {
+			t.Errorf("text %q after %d requests; want whole after 3", res.Text, len(srv.Requests()))
+		}
+	})
+
+	t.Run("AnswersCutOffUntilRetriesRunOut", func(t *testing.T) {
+		t.Parallel()
+		srv, p := setup(t, Options{Turns: Repeat(3, Turn{Text: "never whole", Fault: Cut})}, Config{MaxRetries: 2})
+		_, err := complete(t, p, hello)
+		if drydock.ErrorCode(err) != drydock.EUNAVAILABLE || !drydock.IsRetryable(err) {
+			t.Fatalf("error %v (code %q); want %s", err, drydock.ErrorCode(err), drydock.EUNAVAILABLE)
+		}
+		if n := len(srv.Requests()); n != 3 {
+			t.Errorf("%d requests; want 1 + 2 retries", n)
+		}
+	})
+
 	t.Run("RetriesTimeout", func(t *testing.T) {
 		t.Parallel()
 		srv, p := setup(t, Options{Turns: []Turn{{Text: "too late", Delay: 5 * time.Second}, {Text: "in time"}}}, Config{RequestTimeout: 300 * time.Millisecond})

@@ -1,11 +1,13 @@
 package openai
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"strings"
@@ -70,6 +72,7 @@ func New(cfg Config) (*Provider, error) {
 		option.WithHTTPClient(&http.Client{Transport: tr}),
 		option.WithMaxRetries(max(cfg.MaxRetries, 0)),
 		option.WithMaxRetryDelay(cfg.RetryMaxDelay),
+		option.WithMiddleware(wholeAnswer),
 	}
 	if key != "" {
 		opts = append(opts, option.WithAPIKey(key))
@@ -78,6 +81,25 @@ func New(cfg Config) (*Provider, error) {
 		opts = append(opts, option.WithBaseURL(base))
 	}
 	return &Provider{client: sdk.NewClient(opts...)}, nil
+}
+
+// wholeAnswer reads each answer to its end inside the attempt. The SDK
+// retries an attempt that fails but not an answer whose body ends early (the
+// endpoint or a proxy dropping the connection mid-response), which it would
+// report as a failure after retries that never happened. The provider never
+// streams, so holding the body costs nothing the SDK would not spend anyway.
+func wholeAnswer(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+	res, err := next(req)
+	if err != nil {
+		return res, err
+	}
+	body, err := io.ReadAll(res.Body)
+	res.Body.Close()
+	if err != nil {
+		return nil, fmt.Errorf("answer cut off after %d bytes: %w", len(body), err)
+	}
+	res.Body = io.NopCloser(bytes.NewReader(body))
+	return res, nil
 }
 
 // Name implements llm.Provider.
