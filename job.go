@@ -52,6 +52,10 @@ const (
 	MaxModelLen       = 200
 	MaxJobSteps       = 100000
 	MaxJobTimeout     = 7 * 24 * time.Hour
+	// A context budget below MinContextBudget leaves no room for the system
+	// prompt, the task and one tool round; 1M is the largest window offered.
+	MinContextBudget = 4000
+	MaxContextBudget = 1_000_000
 )
 
 // JobSpec is what a user asks for. Zero values mean "the server's default".
@@ -62,6 +66,12 @@ type JobSpec struct {
 	Timeout  Duration          `json:"timeout,omitempty"`
 	Profile  Profile           `json:"profile,omitempty"`
 	Metadata map[string]string `json:"metadata,omitempty"`
+	// ContextBudget caps the tokens of each prompt; 0 derives it from the
+	// model's context window.
+	ContextBudget int `json:"context_budget,omitempty"`
+	// Egress lists the host[:port] destinations the sandbox may reach
+	// (ParseEgressRule); empty means none. It can change while the job runs.
+	Egress []string `json:"egress,omitempty"`
 }
 
 // Normalize trims the task and fills no defaults: defaults are the server's
@@ -69,6 +79,9 @@ type JobSpec struct {
 func (s *JobSpec) Normalize() {
 	s.Task = strings.TrimSpace(s.Task)
 	s.Model = strings.TrimSpace(s.Model)
+	for i, e := range s.Egress {
+		s.Egress[i] = strings.TrimSpace(e)
+	}
 }
 
 // Validate checks the spec and returns an EINVALID or ETOOLARGE *Error that
@@ -102,6 +115,12 @@ func (s *JobSpec) Validate() error {
 	}
 	if s.Profile != "" && !s.Profile.Valid() {
 		return Errorf(EINVALID, "profile must be %q or %q", ProfileHeadless, ProfileDesktop)
+	}
+	if s.ContextBudget != 0 && (s.ContextBudget < MinContextBudget || s.ContextBudget > MaxContextBudget) {
+		return Errorf(EINVALID, "context_budget must be between %d and %d tokens (or omitted for the model's default)", MinContextBudget, MaxContextBudget)
+	}
+	if _, err := ParseEgress(s.Egress); err != nil {
+		return err
 	}
 	if len(s.Metadata) > MaxMetadataKeys {
 		return Errorf(EINVALID, "metadata has %d keys; the limit is %d", len(s.Metadata), MaxMetadataKeys)

@@ -23,7 +23,7 @@ const (
 
 // jobColumns is the column list every job query selects; scanJob reads it.
 const jobColumns = `id, owner_id, status, created_at, started_at, finished_at, error, summary,
-	task, model, max_steps, timeout_ms, profile, metadata,
+	task, model, max_steps, timeout_ms, profile, metadata, context_budget, egress,
 	steps, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd,
 	sandbox_id, artifact_key, artifact_size, cancel_requested, lease_owner, lease_expires_at, attempts`
 
@@ -32,12 +32,12 @@ func scanJob(row pgx.Row) (*drydock.Job, error) {
 		j                 drydock.Job
 		started, finished *time.Time
 		leaseExpires      *time.Time
-		metadata          []byte
+		metadata, egress  []byte
 		timeoutMS         int64
 		status, profile   string
 	)
 	err := row.Scan(&j.ID, &j.OwnerID, &status, &j.CreatedAt, &started, &finished, &j.Error, &j.Summary,
-		&j.Task, &j.Model, &j.MaxSteps, &timeoutMS, &profile, &metadata,
+		&j.Task, &j.Model, &j.MaxSteps, &timeoutMS, &profile, &metadata, &j.ContextBudget, &egress,
 		&j.Steps, &j.Usage.InputTokens, &j.Usage.OutputTokens, &j.Usage.CacheReadTokens, &j.Usage.CacheWriteTokens, &j.Usage.CostUSD,
 		&j.SandboxID, &j.ArtifactKey, &j.ArtifactSize, &j.CancelRequested, &j.LeaseOwner, &leaseExpires, &j.Attempts)
 	if err != nil {
@@ -55,6 +55,11 @@ func scanJob(row pgx.Row) (*drydock.Job, error) {
 	if metadata != nil {
 		if err := json.Unmarshal(metadata, &j.Metadata); err != nil {
 			return nil, fmt.Errorf("stored metadata of job %s: %w", j.ID, err)
+		}
+	}
+	if egress != nil {
+		if err := json.Unmarshal(egress, &j.Egress); err != nil {
+			return nil, fmt.Errorf("stored egress of job %s: %w", j.ID, err)
 		}
 	}
 	return &j, nil
@@ -88,16 +93,20 @@ func (s *Store) CreateJob(ctx context.Context, job *drydock.Job) error {
 		m := string(b)
 		metadata = &m
 	}
+	egress, err := egressJSON(job.Egress)
+	if err != nil {
+		return fmt.Errorf("create job %s: %w", job.ID, err)
+	}
 	var created time.Time
-	err := s.pool.QueryRow(ctx, `WITH j AS (
-			INSERT INTO jobs (id, owner_id, status, created_at, task, model, max_steps, timeout_ms, profile, metadata, last_seq)
-			VALUES ($1, $2, 'pending', COALESCE($3, now()), $4, $5, $6, $7, $8, $9, 1)
+	err = s.pool.QueryRow(ctx, `WITH j AS (
+			INSERT INTO jobs (id, owner_id, status, created_at, task, model, max_steps, timeout_ms, profile, metadata, context_budget, egress, last_seq)
+			VALUES ($1, $2, 'pending', COALESCE($3, now()), $4, $5, $6, $7, $8, $9, $11, $12, 1)
 			RETURNING id, created_at)
 		INSERT INTO events (job_id, seq, type, time, data)
 		SELECT id, 1, 'status', created_at, $10 FROM j
 		RETURNING time`,
 		job.ID, job.OwnerID, dbTime(job.CreatedAt), job.Task, job.Model, job.MaxSteps,
-		time.Duration(job.Timeout).Milliseconds(), string(job.Profile), metadata, pendingEvent).Scan(&created)
+		time.Duration(job.Timeout).Milliseconds(), string(job.Profile), metadata, pendingEvent, job.ContextBudget, egress).Scan(&created)
 	switch {
 	case isUnique(err):
 		return drydock.Errorf(drydock.ECONFLICT, "job %s already exists", job.ID)
@@ -244,4 +253,17 @@ func wrapErr(op string, err error) error {
 		return err
 	}
 	return fmt.Errorf("%s: %w", op, err)
+}
+
+// egressJSON encodes an allowlist as its column value: NULL when empty.
+func egressJSON(list []string) (*string, error) {
+	if len(list) == 0 {
+		return nil, nil
+	}
+	b, err := json.Marshal(list)
+	if err != nil {
+		return nil, fmt.Errorf("encode egress: %w", err)
+	}
+	e := string(b)
+	return &e, nil
 }

@@ -267,3 +267,30 @@ func (s *Store) CancelJob(ctx context.Context, id string) (*drydock.Job, error) 
 	}
 	return job, nil
 }
+
+// SetEgress replaces the allowlist of a job that has not finished.
+func (s *Store) SetEgress(ctx context.Context, id string, egress []string) (*drydock.Job, error) {
+	if badKey(id) {
+		return nil, notFound(id)
+	}
+	list, err := egressJSON(egress)
+	if err != nil {
+		return nil, err
+	}
+	job, err := scanJob(s.pool.QueryRow(ctx, `UPDATE jobs SET egress = $2
+		WHERE id = $1 AND status IN ('pending', 'running') RETURNING `+jobColumns, id, list))
+	if errors.Is(err, pgx.ErrNoRows) {
+		var status string
+		err = s.pool.QueryRow(ctx, `SELECT status FROM jobs WHERE id = $1`, id).Scan(&status)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+			err = notFound(id)
+		case err == nil:
+			err = drydock.Errorf(drydock.ECONFLICT, "job %s is %s; its egress can no longer change", id, status)
+		}
+	}
+	if err != nil {
+		return nil, wrapErr("set egress of job "+id, err)
+	}
+	return job, nil
+}

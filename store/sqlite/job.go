@@ -21,7 +21,7 @@ const (
 
 // jobColumns is the column list every job query selects; scanJob reads it.
 const jobColumns = `id, owner_id, status, created_at, started_at, finished_at, error, summary,
-	task, model, max_steps, timeout_ms, profile, metadata,
+	task, model, max_steps, timeout_ms, profile, metadata, context_budget, egress,
 	steps, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd,
 	sandbox_id, artifact_key, artifact_size, cancel_requested, lease_owner, lease_expires_at, attempts`
 
@@ -33,12 +33,12 @@ func scanJob(row scanner) (*drydock.Job, error) {
 		created           string
 		started, finished sql.NullString
 		leaseExpires      sql.NullString
-		metadata          sql.NullString
+		metadata, egress  sql.NullString
 		timeoutMS         int64
 		status, profile   string
 	)
 	err := row.Scan(&j.ID, &j.OwnerID, &status, &created, &started, &finished, &j.Error, &j.Summary,
-		&j.Task, &j.Model, &j.MaxSteps, &timeoutMS, &profile, &metadata,
+		&j.Task, &j.Model, &j.MaxSteps, &timeoutMS, &profile, &metadata, &j.ContextBudget, &egress,
 		&j.Steps, &j.Usage.InputTokens, &j.Usage.OutputTokens, &j.Usage.CacheReadTokens, &j.Usage.CacheWriteTokens, &j.Usage.CostUSD,
 		&j.SandboxID, &j.ArtifactKey, &j.ArtifactSize, &j.CancelRequested, &j.LeaseOwner, &leaseExpires, &j.Attempts)
 	if err != nil {
@@ -66,6 +66,11 @@ func scanJob(row scanner) (*drydock.Job, error) {
 			return nil, fmt.Errorf("stored metadata of job %s: %w", j.ID, err)
 		}
 	}
+	if egress.Valid {
+		if err := json.Unmarshal([]byte(egress.String), &j.Egress); err != nil {
+			return nil, fmt.Errorf("stored egress of job %s: %w", j.ID, err)
+		}
+	}
 	return &j, nil
 }
 
@@ -89,15 +94,19 @@ func (s *Store) CreateJob(ctx context.Context, job *drydock.Job) error {
 		}
 		metadata = string(b)
 	}
+	egress, err := egressJSON(job.Egress)
+	if err != nil {
+		return fmt.Errorf("create job %s: %w", job.ID, err)
+	}
 	event, _ := json.Marshal(statusData{Status: drydock.StatusPending})
 	createdText := fmtTime(created)
 
-	err := s.w.do(ctx, func(ctx context.Context, tx *wtx) error {
+	err = s.w.do(ctx, func(ctx context.Context, tx *wtx) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO jobs
-			(id, owner_id, status, created_at, task, model, max_steps, timeout_ms, profile, metadata, last_seq)
-			VALUES (?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, 1)`,
+			(id, owner_id, status, created_at, task, model, max_steps, timeout_ms, profile, metadata, context_budget, egress, last_seq)
+			VALUES (?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?, ?, 1)`,
 			job.ID, job.OwnerID, createdText, job.Task, job.Model, job.MaxSteps,
-			time.Duration(job.Timeout).Milliseconds(), string(job.Profile), metadata)
+			time.Duration(job.Timeout).Milliseconds(), string(job.Profile), metadata, job.ContextBudget, egress)
 		if isConstraint(err) {
 			return drydock.Errorf(drydock.ECONFLICT, "job %s already exists", job.ID)
 		}
@@ -239,4 +248,17 @@ func wrapErr(op string, err error) error {
 		return err
 	}
 	return fmt.Errorf("%s: %w", op, err)
+}
+
+// egressJSON encodes an allowlist as its column value: NULL when empty.
+func egressJSON(list []string) (*string, error) {
+	if len(list) == 0 {
+		return nil, nil
+	}
+	b, err := json.Marshal(list)
+	if err != nil {
+		return nil, fmt.Errorf("encode egress: %w", err)
+	}
+	e := string(b)
+	return &e, nil
 }

@@ -277,3 +277,31 @@ func (s *Store) CancelJob(ctx context.Context, id string) (*drydock.Job, error) 
 	}
 	return job, nil
 }
+
+// SetEgress replaces the allowlist of a job that has not finished.
+func (s *Store) SetEgress(ctx context.Context, id string, egress []string) (*drydock.Job, error) {
+	list, err := egressJSON(egress)
+	if err != nil {
+		return nil, err
+	}
+	var job *drydock.Job
+	err = s.w.do(ctx, func(ctx context.Context, tx *wtx) error {
+		var status string
+		err := tx.QueryRowContext(ctx, `SELECT status FROM jobs WHERE id = ?`, id).Scan(&status)
+		if errors.Is(err, sql.ErrNoRows) {
+			return notFound(id)
+		}
+		if err != nil {
+			return err
+		}
+		if drydock.JobStatus(status).Terminal() {
+			return drydock.Errorf(drydock.ECONFLICT, "job %s is %s; its egress can no longer change", id, status)
+		}
+		job, err = scanJob(tx.QueryRowContext(ctx, `UPDATE jobs SET egress = ? WHERE id = ? RETURNING `+jobColumns, list, id))
+		return err
+	})
+	if err != nil {
+		return nil, wrapErr("set egress of job "+id, err)
+	}
+	return job, nil
+}

@@ -22,6 +22,7 @@ func (s *suite) jobTests() map[string]func(t *testing.T) {
 		"ListLimits":             s.testListLimits,
 		"ListInvalid":            s.testListInvalid,
 		"SetArtifact":            s.testSetArtifact,
+		"SetEgress":              s.testSetEgress,
 		"Ping":                   s.testPing,
 		"ConcurrentCreateAndGet": s.testConcurrentCreate,
 	}
@@ -34,12 +35,14 @@ func (s *suite) testCreateAndGet(t *testing.T) {
 		OwnerID:   "tok-1",
 		CreatedAt: ts(time.Now().Add(-time.Minute)),
 		JobSpec: drydock.JobSpec{
-			Task:     "Write a haiku about ships into haiku.txt",
-			Model:    "claude-test",
-			MaxSteps: 40,
-			Timeout:  drydock.Duration(90*time.Minute + 1500*time.Millisecond),
-			Profile:  drydock.ProfileDesktop,
-			Metadata: map[string]string{"team": "infra", "ticket": "DD-7"},
+			Task:          "Write a haiku about ships into haiku.txt",
+			Model:         "claude-test",
+			MaxSteps:      40,
+			Timeout:       drydock.Duration(90*time.Minute + 1500*time.Millisecond),
+			Profile:       drydock.ProfileDesktop,
+			Metadata:      map[string]string{"team": "infra", "ticket": "DD-7"},
+			ContextBudget: 32000,
+			Egress:        []string{"pypi.org:443", "10.0.0.0/8"},
 		},
 	}
 	mustCreate(t, st, j)
@@ -379,6 +382,39 @@ func (s *suite) testSetArtifact(t *testing.T) {
 	}
 
 	wantCode(t, "SetArtifact of a missing job", st.SetArtifact(t.Context(), newID(t), "k", 1), drydock.ENOTFOUND)
+}
+
+func (s *suite) testSetEgress(t *testing.T) {
+	st := s.newStore(t)
+	j := mustCreate(t, st, newJob(t, "u"))
+	got, err := st.SetEgress(t.Context(), j.ID, []string{"example.com", "*.npmjs.org:443"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"example.com", "*.npmjs.org:443"}, got.Egress); diff != "" {
+		t.Fatalf("SetEgress returned (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(got, mustGet(t, st, j.ID), jobOpts); diff != "" {
+		t.Fatalf("stored job differs from the returned one (-returned +stored):\n%s", diff)
+	}
+
+	// A running job's list changes too; emptying it means no egress.
+	mustClaim(t, st, "w", time.Hour)
+	got, err = st.SetEgress(t.Context(), j.ID, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Egress) != 0 || len(mustGet(t, st, j.ID).Egress) != 0 {
+		t.Fatalf("emptied egress kept %v", mustGet(t, st, j.ID).Egress)
+	}
+
+	if err := st.FinishJob(t.Context(), j.ID, "w", drydock.JobResult{Status: drydock.StatusComplete}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = st.SetEgress(t.Context(), j.ID, []string{"example.com"})
+	wantCode(t, "SetEgress on a finished job", err, drydock.ECONFLICT)
+	_, err = st.SetEgress(t.Context(), newID(t), []string{"example.com"})
+	wantCode(t, "SetEgress of a missing job", err, drydock.ENOTFOUND)
 }
 
 func (s *suite) testPing(t *testing.T) {
