@@ -102,7 +102,8 @@ type Request struct {
 	// Problems lists how the request broke the API's rules; the server
 	// answered it with 400.
 	Problems []string
-	// Answer is what the server played: the Turn (after defaults).
+	// Answer is what the server played: the Turn (after defaults); zero when
+	// it played a fault (a Cut answer included: the client never got it).
 	Answer Turn
 }
 
@@ -372,14 +373,16 @@ func (s *Server) play(w http.ResponseWriter, r *http.Request, a api, req *Reques
 		}
 		t.Usage = llm.Usage{InputTokens: int64(len(req.Body)/4 + 1), OutputTokens: int64(out/4 + 1)}
 	}
-	s.mu.Lock()
-	req.Answer = t
-	s.mu.Unlock()
 	w.Header().Set("Request-Id", fmt.Sprintf("req_llmtest_%d", req.N))
 	if t.Fault == Cut {
+		// Like every fault, a cut answer is not recorded as played: the
+		// client never got it.
 		cut(w, a.answer(req, t))
 		return
 	}
+	s.mu.Lock()
+	req.Answer = t
+	s.mu.Unlock()
 	writeJSON(w, http.StatusOK, a.answer(req, t))
 }
 
