@@ -24,9 +24,11 @@ type createRequest struct {
 	Timeout  drydock.Duration  `json:"timeout"`
 	Profile  drydock.Profile   `json:"profile"`
 	Metadata map[string]string `json:"metadata"`
+	Budget   int               `json:"context_budget"`
+	Egress   []string          `json:"egress"`
 }
 
-const createFields = "task (or prompt), model, max_steps, timeout, profile, metadata"
+const createFields = "task (or prompt), model, max_steps, timeout, profile, metadata, context_budget, egress"
 
 // decodeJSON reads exactly one JSON object from the body into v and turns
 // every decoding failure into a message that says what to fix.
@@ -95,7 +97,8 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	spec := drydock.JobSpec{Model: req.Model, MaxSteps: req.MaxSteps, Timeout: req.Timeout, Profile: req.Profile, Metadata: req.Metadata}
+	spec := drydock.JobSpec{Model: req.Model, MaxSteps: req.MaxSteps, Timeout: req.Timeout, Profile: req.Profile, Metadata: req.Metadata,
+		ContextBudget: req.Budget, Egress: req.Egress}
 	switch {
 	case req.Task != nil && req.Prompt != nil && strings.TrimSpace(*req.Task) != strings.TrimSpace(*req.Prompt):
 		s.writeError(w, r, drydock.Errorf(drydock.EINVALID, `give either "task" or its synonym "prompt", not two different texts`))
