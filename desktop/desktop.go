@@ -100,6 +100,8 @@ type Desktop struct {
 	// bridges tracks open VNC WebSocket bridges so Close can end them.
 	bridges sync.WaitGroup
 	ctx     context.Context
+	// secret is the VNC password once SetVNCPassword changed it.
+	secret vncSecret
 }
 
 // New returns a desktop for cfg; nothing runs until Start.
@@ -332,13 +334,13 @@ func (d *Desktop) vncCommand() (*exec.Cmd, error) {
 	} else {
 		args = append(args, "-localhost", "-rfbport", strconv.Itoa(d.cfg.VNCPort))
 	}
-	if d.cfg.VNCPassword == "" {
+	if pw := d.vncPassword(); pw == "" {
 		args = append(args, "-nopw")
 	} else {
 		// Written fresh for every start and removed by x11vnc once read
 		// ("rm:"), so the password sits on disk only for an instant.
 		f := filepath.Join(d.cfg.RuntimeDir, "vncpasswd")
-		if err := os.WriteFile(f, []byte(d.cfg.VNCPassword+"\n"), 0o600); err != nil {
+		if err := os.WriteFile(f, []byte(pw+"\n"), 0o600); err != nil {
 			return nil, fmt.Errorf("write vnc password file: %w", err)
 		}
 		args = append(args, "-passwdfile", "rm:"+f)

@@ -96,6 +96,9 @@ func (s desktopService) ServeVNC(w http.ResponseWriter, r *http.Request) {
 	s.d.VNCHandler().ServeHTTP(w, r)
 }
 
+// SetVNCPassword lets a claim give the job its own VNC password.
+func (s desktopService) SetVNCPassword(pw string) error { return s.d.SetVNCPassword(pw) }
+
 // codeService adapts package kernel to toolbox/server.CodeRunner.
 type codeService struct{ k *kernel.Kernel }
 

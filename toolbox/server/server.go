@@ -104,11 +104,14 @@ func (c *Config) setDefaults() {
 // Server is toolboxd's HTTP API. It is an http.Handler; Close ends every
 // shell it started.
 type Server struct {
-	cfg    Config
-	log    *slog.Logger
-	mux    *http.ServeMux
-	idem   *idempotency
-	tokenH [32]byte
+	cfg  Config
+	log  *slog.Logger
+	mux  *http.ServeMux
+	idem *idempotency
+	// authMu guards tokenH and claimed, which Claim replaces (claim.go).
+	authMu  sync.RWMutex
+	tokenH  [32]byte
+	claimed bool
 
 	ws        *workspace
 	jupyter   http.Handler // the proxy to cfg.Jupyter
@@ -180,6 +183,7 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /v1/health", s.handleHealth)
 	s.mux.HandleFunc("GET /v1/ready", s.handleReady)
 	s.mux.HandleFunc("GET /v1/info", s.handleInfo)
+	s.mux.HandleFunc("POST /v1/claim", s.handleClaim)
 
 	s.mux.HandleFunc("GET /v1/files", s.handleRead)
 	s.mux.HandleFunc("PUT /v1/files", s.handleWrite)

@@ -1,0 +1,81 @@
+package desktop
+
+import (
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/drydockhq/drydock"
+)
+
+// vncSecret is the VNC password as it changes over the desktop's life. gen
+// counts the changes; started is the gen the running x11vnc was given.
+type vncSecret struct {
+	mu      sync.Mutex
+	pw      string
+	gen     uint64
+	started uint64
+}
+
+// vncPassword returns the password for an x11vnc about to start and notes
+// that the start uses the current one.
+func (d *Desktop) vncPassword() string {
+	s := &d.secret
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.started = s.gen
+	if s.gen == 0 {
+		return d.cfg.VNCPassword
+	}
+	return s.pw
+}
+
+// SetVNCPassword replaces the VNC password, e.g. when a warm sandbox is
+// handed to a job. x11vnc reads its password only when it starts, so the
+// running one is restarted (open VNC connections drop). It returns at once;
+// the restart follows in the background within about a second.
+func (d *Desktop) SetVNCPassword(pw string) error {
+	if pw == "" {
+		return drydock.Errorf(drydock.EINVALID, "empty VNC password")
+	}
+	s := &d.secret
+	s.mu.Lock()
+	s.pw = pw
+	s.gen++
+	gen := s.gen
+	s.mu.Unlock()
+	go d.enforceVNCPassword(gen)
+	return nil
+}
+
+// enforceVNCPassword stops any x11vnc started with an older password until
+// one started with password gen runs. It loops rather than killing once
+// because a start may be under way, built with the old password, when the
+// password changes.
+func (d *Desktop) enforceVNCPassword(gen uint64) {
+	deadline := time.Now().Add(readyTimeout)
+	for time.Now().Before(deadline) {
+		d.mu.Lock()
+		closed := d.closed
+		d.mu.Unlock()
+		s := &d.secret
+		s.mu.Lock()
+		cur, started := s.gen, s.started
+		s.mu.Unlock()
+		if closed || cur != gen {
+			return // closing, or a newer change enforces itself
+		}
+		d.vnc.mu.Lock()
+		proc := d.vnc.proc
+		d.vnc.mu.Unlock()
+		if proc != nil && proc.Process != nil {
+			if started == gen {
+				return
+			}
+			// Setpgid: the group is x11vnc's own.
+			_ = syscall.Kill(-proc.Process.Pid, syscall.SIGTERM)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	d.log.Warn("x11vnc did not restart with the new VNC password in time")
+}

@@ -1,0 +1,23 @@
+package toolbox
+
+import (
+	"context"
+	"net/http"
+)
+
+// ClaimRequest is the body of POST /v1/claim, which hands a warm sandbox to
+// a job: toolboxd checks that its workspace is empty and that no shell runs,
+// then replaces its token (and the desktop's VNC password) with these. The
+// caller authenticates with the old token, which stops working at once.
+type ClaimRequest struct {
+	Token       string `json:"token"`
+	VNCPassword string `json:"vnc_password,omitempty"`
+}
+
+// Claim installs new secrets in the toolboxd this client talks to. The
+// client keeps the old token: callers make a new client with the new one.
+// A retry of a claim that took effect is refused with the old token, so a
+// failed Claim may still have succeeded: check with the new token.
+func (c *Client) Claim(ctx context.Context, req ClaimRequest) error {
+	return c.doJSON(ctx, http.MethodPost, "/v1/claim", nil, req, nil)
+}
