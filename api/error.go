@@ -26,6 +26,7 @@ var statusOf = map[string]int{
 	drydock.ELEASELOST:      http.StatusConflict,
 	drydock.ETOOLARGE:       http.StatusRequestEntityTooLarge,
 	eUnsupportedMedia:       http.StatusUnsupportedMediaType,
+	eTooMany:                http.StatusTooManyRequests,
 	drydock.EINTERNAL:       http.StatusInternalServerError,
 	drydock.ENOTIMPLEMENTED: http.StatusNotImplemented,
 	drydock.EUNAVAILABLE:    http.StatusServiceUnavailable,

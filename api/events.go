@@ -52,6 +52,12 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 		}
+		release, err := s.streams.acquire(streamUser(r, job))
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		defer release()
 		s.streamEvents(w, r, job.ID, after)
 		return
 	}

@@ -43,6 +43,12 @@ func (s *Server) handleDesktopProxy(w http.ResponseWriter, r *http.Request, a *l
 		s.writeError(w, r, err)
 		return
 	}
+	release, err := s.streams.acquire(streamUser(r, a.job))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	defer release()
 	tb := s.toolboxFor(sb)
 	// Dial first, so that a desktop that is not up yet is an HTTP error the
 	// page can show rather than a WebSocket that closes at once.
@@ -593,6 +599,12 @@ func (s *Server) handleJupyter(w http.ResponseWriter, r *http.Request, a *liveAc
 		return
 	}
 	if r.Header.Get("Upgrade") != "" {
+		release, err := s.streams.acquire(streamUser(r, a.job))
+		if err != nil {
+			s.liveError(w, r, err)
+			return
+		}
+		defer release()
 		// The proxy closes an upgraded connection when the request's
 		// context ends: tie it to the job's life.
 		ctx, stop := s.untilJobEnds(r.Context(), a.job.ID)

@@ -37,6 +37,12 @@ type Config struct {
 	SSEPoll time.Duration
 	// SSEPing is the keep-alive comment interval (default 15s).
 	SSEPing time.Duration
+	// MaxStreamsPerUser and MaxStreams bound the event streams and
+	// live-view WebSockets open at once, per token and in total (defaults
+	// DefaultMaxStreamsPerUser, DefaultMaxStreams); more are refused with
+	// 429.
+	MaxStreamsPerUser int
+	MaxStreams        int
 
 	// Sandboxes finds a sandbox by id with its toolboxd endpoint and token
 	// (Runtime.Get). It enables the live views: a running job's workspace,
@@ -75,6 +81,7 @@ type Server struct {
 	latency   *prometheus.HistogramVec
 	routes    []route
 	live      *live
+	streams   *streamLimit
 	closing   chan struct{}
 	closeOnce sync.Once
 }
@@ -111,6 +118,7 @@ func New(cfg Config, store *watch.Store, queue Queue, artifacts drydock.Artifact
 		}, []string{"route"}),
 	}
 	s.closing = make(chan struct{})
+	s.streams = newStreamLimit(cfg.MaxStreamsPerUser, cfg.MaxStreams)
 	reg.MustRegister(s.reqs, s.latency)
 	s.initLive(reg)
 	s.routesSetup()
