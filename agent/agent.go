@@ -67,7 +67,7 @@ type Config struct {
 	// output is saved in the workspace.
 	MaxObservationBytes int
 	// ContextBudget is the largest prompt, in tokens, of jobs that set
-	// none (metadata "context_budget"); 0 derives it from the model's
+	// none (JobSpec.ContextBudget); 0 derives it from the model's
 	// context window less MaxOutputTokens. A known model's window is never
 	// exceeded.
 	ContextBudget int

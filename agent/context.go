@@ -3,27 +3,22 @@ package agent
 import (
 	"context"
 	"encoding/json"
-	"strconv"
-	"strings"
 
 	"github.com/drydockhq/drydock"
 	"github.com/drydockhq/drydock/llm"
 	"github.com/drydockhq/drydock/llm/tokens"
 )
 
-// MetadataContextBudget is the job metadata key that sets the job's
-// context budget in tokens (until the job spec has a field for it).
-const MetadataContextBudget = "context_budget"
-
-// contextBudget is the largest prompt of a job's requests: its own
-// setting, else the configured one, else the model's window less the
-// reply's room; never past a known model's window.
+// contextBudget is the largest prompt of a job's requests: the job's
+// context_budget, else the configured one, else the model's window less
+// the reply's room; never past a known model's window. The job spec's
+// bounds are checked again here because a job can reach the agent without
+// the API (a store written by an older server, a test).
 func (a *Agent) contextBudget(job *drydock.Job, model string) (int, error) {
 	want := a.cfg.ContextBudget
-	if v, ok := job.Metadata[MetadataContextBudget]; ok {
-		n, err := strconv.Atoi(strings.TrimSpace(v))
-		if err != nil || n < tokens.MinBudget {
-			return 0, drydock.Errorf(drydock.EINVALID, "metadata %s must be a number of tokens of at least %d, not %q", MetadataContextBudget, tokens.MinBudget, v)
+	if n := job.ContextBudget; n != 0 {
+		if n < drydock.MinContextBudget || n > drydock.MaxContextBudget {
+			return 0, drydock.Errorf(drydock.EINVALID, "context_budget must be between %d and %d tokens, not %d", drydock.MinContextBudget, drydock.MaxContextBudget, n)
 		}
 		want = n
 	}

@@ -105,7 +105,7 @@ func TestLongRunStaysWithinTheBudget(t *testing.T) {
 		m := &longRun{steps: steps, needleStep: 10, recallStep: steps * 9 / 10, byStep: map[int]*llmtest.Request{}}
 		b := setup(t, api, llmtest.Options{Func: m.answer}, agent.Config{MaxSteps: steps + 10})
 		j := job("Run the scripted steps.")
-		j.Metadata = map[string]string{agent.MetadataContextBudget: strconv.Itoa(budget)}
+		j.ContextBudget = budget
 		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
 		defer cancel()
 		start := time.Now()
@@ -354,28 +354,26 @@ func usages(t *testing.T, b *bundle) []map[string]any {
 }
 
 // The budget: the model's window less the reply's room, unless the
-// configuration or the job's metadata set one (never past the window).
+// configuration or the job's context_budget set one (never past the
+// window).
 func TestContextBudgetSettings(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name     string
-		cfg      int
-		metadata string
+		cfg, job int
 		want     int
 	}{
-		{"default", 0, "", 200_000 - 8192},
-		{"config", 50_000, "", 50_000},
-		{"metadata", 50_000, "9000", 9000},
-		{"past the window", 0, "900000", 200_000 - 8192},
+		{"default", 0, 0, 200_000 - 8192},
+		{"config", 50_000, 0, 50_000},
+		{"job", 50_000, 9000, 9000},
+		{"past the window", 0, 900_000, 200_000 - 8192},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			b := setup(t, agent.ProviderAnthropic, llmtest.Options{Turns: []llmtest.Turn{finish("done")}}, agent.Config{ContextBudget: tt.cfg})
 			j := job("Do it.")
-			if tt.metadata != "" {
-				j.Metadata = map[string]string{agent.MetadataContextBudget: tt.metadata}
-			}
+			j.ContextBudget = tt.job
 			if _, err := b.run(t.Context(), j, nil); err != nil {
 				t.Fatal(err)
 			}
@@ -388,15 +386,16 @@ func TestContextBudgetSettings(t *testing.T) {
 			}
 		})
 	}
-	for _, bad := range []string{"lots", "100", "-5"} {
+	// A job that skipped the API's checks is still refused with the bounds.
+	for _, bad := range []int{100, -5, 2_000_000} {
 		b := setup(t, agent.ProviderOpenAI, llmtest.Options{}, agent.Config{})
 		j := job("Do it.")
-		j.Metadata = map[string]string{agent.MetadataContextBudget: bad}
+		j.ContextBudget = bad
 		_, err := b.run(t.Context(), j, nil)
 		if drydock.ErrorCode(err) != drydock.EINVALID {
-			t.Fatalf("context_budget %q: %v", bad, err)
+			t.Fatalf("context_budget %d: %v", bad, err)
 		}
-		contains(t, "error", drydock.ErrorMessage(err), "metadata context_budget must be a number of tokens of at least 4000")
+		contains(t, "error", drydock.ErrorMessage(err), "context_budget must be between 4000 and 1000000 tokens")
 	}
 	if _, err := agent.New(agent.Config{ContextBudget: 100}, nil); drydock.ErrorCode(err) != drydock.EINVALID {
 		t.Errorf("config budget 100: %v", err)
@@ -412,7 +411,7 @@ func TestSmallBudgetCutsLongOutputsAtIngest(t *testing.T) {
 		finish("looked"),
 	}}, agent.Config{})
 	j := job("Look.")
-	j.Metadata = map[string]string{agent.MetadataContextBudget: "8000"}
+	j.ContextBudget = 8000
 	if _, err := b.run(t.Context(), j, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -450,7 +449,7 @@ func TestResumeAfterCondensations(t *testing.T) {
 			return m.answer(r)
 		}}, agent.Config{MaxSteps: 200})
 		j := job("Run the scripted steps.")
-		j.Metadata = map[string]string{agent.MetadataContextBudget: "6000"}
+		j.ContextBudget = 6000
 		if _, err := b.run(ctx, j, nil); ctx.Err() == nil || err == nil {
 			t.Fatalf("first run: %v", err)
 		}

@@ -9,7 +9,7 @@
 // cost of the step, then reports progress. The prompt is a view of that
 // log under a token budget (agent/transcript's Window: the model's context
 // window less the reply's room, or Config.ContextBudget, or the job's
-// metadata "context_budget"), kept there by cutting long outputs as they
+// context_budget), kept there by cutting long outputs as they
 // are recorded, masking old ones and having the model summarize the oldest
 // steps, all recorded as events; recall searches the whole log and the
 // saved outputs (agent/memory). A run that resumes after an orchestrator

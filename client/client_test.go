@@ -35,6 +35,8 @@ func TestScheduleAndJob(t *testing.T) {
 		Timeout:  drydock.Duration(15 * time.Minute),
 		Profile:  drydock.ProfileDesktop,
 		Metadata: map[string]string{"team": "docs"},
+
+		ContextBudget: 32000,
 	}
 	j, err := c.Schedule(t.Context(), spec)
 	if err != nil {

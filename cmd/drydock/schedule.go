@@ -15,6 +15,7 @@ type ScheduleCmd struct {
 	MaxSteps int               `name:"max-steps" help:"Most agent steps (default: the server's)."`
 	Timeout  time.Duration     `help:"Wall-time limit, e.g. 15m or 2h (default: the server's)."`
 	Profile  string            `help:"Sandbox profile: headless, or desktop for a screen the agent can see and you can watch (default: the server's)."`
+	Budget   int               `name:"context-budget" placeholder:"TOKENS" help:"Most tokens of each prompt the agent sends (4000 to 1000000; default: the model's context window)."`
 	Meta     map[string]string `help:"Metadata to attach, KEY=VALUE; repeatable." placeholder:"KEY=VALUE" mapsep:"none"`
 	Follow   bool              `short:"f" xor:"mode" help:"Show progress live until the job ends; exit 1 if it fails or is cancelled. Ctrl-C stops following, not the job."`
 	Wait     bool              `xor:"mode" help:"Wait silently until the job ends and print its final status; exit 1 if it fails or is cancelled."`
@@ -37,6 +38,8 @@ func (c *ScheduleCmd) spec(g *Globals) (drydock.JobSpec, error) {
 		Timeout:  drydock.Duration(c.Timeout),
 		Profile:  drydock.Profile(c.Profile),
 		Metadata: c.Meta,
+
+		ContextBudget: c.Budget,
 	}
 	s.Normalize()
 	// The server checks too; checking here saves a round trip and gives the

@@ -19,7 +19,7 @@ func TestScheduleSendsEveryFlag(t *testing.T) {
 	srv, newRun := setupFake(t)
 	r := newRun()
 	err := r.exec("schedule", "build it", "--model", "m1", "--max-steps", "7", "--timeout", "15m", "--profile", "desktop",
-		"--meta", "team=docs", "--meta", "ticket=A;B=C")
+		"--context-budget", "32000", "--meta", "team=docs", "--meta", "ticket=A;B=C")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,7 +30,7 @@ func TestScheduleSendsEveryFlag(t *testing.T) {
 		t.Fatalf("stdout %q is not the id of a job", r.out.String())
 	}
 	want := drydock.JobSpec{Task: "build it", Model: "m1", MaxSteps: 7, Timeout: drydock.Duration(15 * time.Minute),
-		Profile: drydock.ProfileDesktop, Metadata: map[string]string{"team": "docs", "ticket": "A;B=C"}}
+		Profile: drydock.ProfileDesktop, ContextBudget: 32000, Metadata: map[string]string{"team": "docs", "ticket": "A;B=C"}}
 	if diff := cmp.Diff(want, j.JobSpec); diff != "" {
 		t.Errorf("spec (-want +server):\n%s", diff)
 	}
@@ -57,16 +57,24 @@ func TestScheduleReadsTheTaskFromStdinAndPrintsJSON(t *testing.T) {
 	}
 }
 
-func TestScheduleRejectsABlankTaskWithoutCallingTheServer(t *testing.T) {
+func TestScheduleRejectsABadSpecWithoutCallingTheServer(t *testing.T) {
 	t.Parallel()
-	srv, newRun := setupFake(t)
-	r := newRun()
-	err := r.exec("schedule", "   ")
-	if err == nil || err.Error() != "task is required and must not be blank" {
-		t.Errorf("error = %v", err)
-	}
-	if n := len(srv.Jobs()); n != 0 {
-		t.Errorf("%d jobs created", n)
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"schedule", "   "}, "task is required and must not be blank"},
+		{[]string{"schedule", "x", "--context-budget", "100"}, "context_budget must be between 4000 and 1000000 tokens (or omitted for the model's default)"},
+	} {
+		srv, newRun := setupFake(t)
+		r := newRun()
+		err := r.exec(tt.args...)
+		if err == nil || err.Error() != tt.want {
+			t.Errorf("%v: error = %v", tt.args, err)
+		}
+		if n := len(srv.Jobs()); n != 0 {
+			t.Errorf("%v: %d jobs created", tt.args, n)
+		}
 	}
 }
 
