@@ -62,7 +62,9 @@ type Turn struct {
 	ToolCalls []llm.ToolCall // an empty ID is generated ("call_N_I" or "toolu_N_I")
 	// StopReason defaults to tool_use when there are calls, else end_turn.
 	StopReason llm.StopReason
-	// Usage defaults to an estimate from the sizes of request and answer.
+	// Usage defaults to an estimate from the sizes of request and answer,
+	// the prompt split into cache reads, writes and the rest as the
+	// provider's prompt cache would (cache.go).
 	Usage llm.Usage
 	// Fault, when set, is played instead of the answer.
 	Fault Fault
@@ -153,6 +155,7 @@ type Server struct {
 	next     int
 	requests []*Request
 	problems []string
+	cache    promptCache // see cache.go
 }
 
 // Start serves on a random port of 127.0.0.1 until Close.
@@ -372,6 +375,7 @@ func (s *Server) play(w http.ResponseWriter, r *http.Request, a api, req *Reques
 			out += len(c.Name) + len(c.Input)
 		}
 		t.Usage = llm.Usage{InputTokens: int64(len(req.Body)/4 + 1), OutputTokens: int64(out/4 + 1)}
+		t.Usage = s.cache.usage(req.API, req, t.Usage, time.Now())
 	}
 	w.Header().Set("Request-Id", fmt.Sprintf("req_llmtest_%d", req.N))
 	if t.Fault == Cut {
