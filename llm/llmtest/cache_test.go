@@ -14,12 +14,6 @@ import (
 // anUsage posts a Messages request and returns the usage of the answer.
 func anUsage(t *testing.T, srv *Server, body map[string]any) (input, read, write int64, size int) {
 	t.Helper()
-	data, _ := json.Marshal(body)
-	resp, err := http.Post(srv.URL()+"/v1/messages", "application/json", strings.NewReader(string(data)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
 	var out struct {
 		Usage struct {
 			Input int64 `json:"input_tokens"`
@@ -27,16 +21,30 @@ func anUsage(t *testing.T, srv *Server, body map[string]any) (input, read, write
 			Write int64 `json:"cache_creation_input_tokens"`
 		} `json:"usage"`
 	}
-	raw, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK || json.Unmarshal(raw, &out) != nil {
-		t.Fatalf("status %d: %s", resp.StatusCode, raw)
-	}
+	data := postJSON(t, srv.URL()+"/v1/messages", body, &out)
 	u := out.Usage
 	// The three parts are the whole prompt, counted as without a cache.
 	if total := int64(len(data)/4 + 1); u.Input+u.Read+u.Write != total {
 		t.Errorf("input %d + read %d + write %d != %d, the prompt's size", u.Input, u.Read, u.Write, total)
 	}
 	return u.Input, u.Read, u.Write, len(data)
+}
+
+// postJSON posts body and decodes a 200 answer into out; it returns the
+// body sent.
+func postJSON(t *testing.T, url string, body, out any) []byte {
+	t.Helper()
+	data, _ := json.Marshal(body)
+	resp, err := http.Post(url, "application/json", strings.NewReader(string(data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK || json.Unmarshal(raw, out) != nil {
+		t.Fatalf("status %d: %s", resp.StatusCode, raw)
+	}
+	return data
 }
 
 func text(s string, mark bool) map[string]any {
@@ -164,12 +172,6 @@ func TestOpenAICacheReadsASharedPrefix(t *testing.T) {
 	srv := NewServer(t, Options{Func: func(*Request) Turn { return Turn{Text: "ok"} }})
 	system := map[string]any{"role": "system", "content": strings.Repeat("You are a careful agent. ", 240)}
 	usage := func(msgs ...map[string]any) (prompt, cached int64) {
-		data, _ := json.Marshal(map[string]any{"model": "gpt-4.1", "messages": msgs})
-		resp, err := http.Post(srv.OpenAIBaseURL()+"/chat/completions", "application/json", strings.NewReader(string(data)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
 		var out struct {
 			Usage struct {
 				Prompt  int64 `json:"prompt_tokens"`
@@ -178,9 +180,7 @@ func TestOpenAICacheReadsASharedPrefix(t *testing.T) {
 				} `json:"prompt_tokens_details"`
 			} `json:"usage"`
 		}
-		if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
-			t.Fatal(err)
-		}
+		data := postJSON(t, srv.OpenAIBaseURL()+"/chat/completions", map[string]any{"model": "gpt-4.1", "messages": msgs}, &out)
 		if out.Usage.Prompt != int64(len(data)/4+1) {
 			t.Errorf("prompt_tokens %d for %d bytes", out.Usage.Prompt, len(data))
 		}
