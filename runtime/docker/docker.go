@@ -93,9 +93,6 @@ type Options struct {
 	// API ignores it, so with Podman Create refuses it: configure the runtime
 	// in containers.conf there.
 	OCIRuntime string
-	// EgressNetwork is the network a sandbox joins when its spec allows
-	// egress; empty means the engine's default bridge.
-	EgressNetwork string
 	// NoInit runs toolboxd as PID 1 instead of the engine's init
 	// (docker-init; catatonit or the init_path of containers.conf for
 	// Podman). Without an init, orphaned processes are never reaped, and a
@@ -170,6 +167,8 @@ func (r *Runtime) Name() string { return "docker" }
 type secrets struct {
 	Token       string `json:"token"`
 	VNCPassword string `json:"vnc_password"`
+	// Job is the job that claimed a warm sandbox (see Claim).
+	Job string `json:"job,omitempty"`
 }
 
 // Create implements drydock.Runtime.
@@ -227,18 +226,16 @@ func (r *Runtime) createContainer(ctx context.Context, id, dir, img string, spec
 	env[EnvVNCPassword] = sec.VNCPassword
 	env[EnvProfile] = string(spec.Profile)
 	env[EnvWorkspace] = workspaceDir
+	egressEnv(env)
 	var envList []string
 	for _, k := range slices.Sorted(maps.Keys(env)) {
 		envList = append(envList, k+"="+env[k])
 	}
 
-	// Egress joins a network (empty: the engine's default bridge). The
-	// engine cannot filter by destination: a sandbox with any egress can
-	// reach everything that network routes to.
+	// No network, whatever the spec's egress: the engine cannot filter by
+	// destination, so the sandbox reaches out only through the egress
+	// proxy's socket (see egress.go), which enforces the job's list.
 	network := container.NetworkMode("none")
-	if len(spec.Egress) > 0 {
-		network = container.NetworkMode(r.opts.EgressNetwork)
-	}
 	podman, err := r.isPodman(ctx)
 	if err != nil {
 		return nil, err
@@ -375,14 +372,7 @@ func (r *Runtime) makeStateDir(dir string, sec secrets) error {
 	if err := os.Chmod(sock, 0o777); err != nil {
 		return fmt.Errorf("chmod socket dir: %w", err)
 	}
-	data, err := json.Marshal(sec)
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(dir, "secrets.json"), data, 0o600); err != nil {
-		return fmt.Errorf("write secrets: %w", err)
-	}
-	return nil
+	return writeSecrets(dir, sec)
 }
 
 func endpoint(dir string) drydock.Endpoint {
@@ -413,7 +403,10 @@ func (r *Runtime) Get(ctx context.Context, id string) (*drydock.Sandbox, error) 
 func (r *Runtime) List(ctx context.Context, labels map[string]string) ([]*drydock.Sandbox, error) {
 	f := make(client.Filters).Add("label", drydock.LabelManaged+"=true")
 	for k, v := range labels {
-		f.Add("label", k+"="+v)
+		// A claimed sandbox's job is in its secrets file, not its labels.
+		if k != drydock.LabelJob {
+			f.Add("label", k+"="+v)
+		}
 	}
 	res, err := r.cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f})
 	if err != nil {
@@ -424,10 +417,14 @@ func (r *Runtime) List(ctx context.Context, labels map[string]string) ([]*drydoc
 		id := containerName(c.Names)
 		// The engine filters by label already; checking again costs
 		// nothing and guards against an engine that ignores a filter.
-		if !idPattern.MatchString(id) || !hasLabels(c.Labels, labels) || c.Labels[drydock.LabelManaged] != "true" {
+		if !idPattern.MatchString(id) || c.Labels[drydock.LabelManaged] != "true" {
 			continue
 		}
-		out = append(out, r.sandbox(id, c.Labels, string(c.State), time.Unix(c.Created, 0)))
+		sb := r.sandbox(id, c.Labels, string(c.State), time.Unix(c.Created, 0))
+		if !hasLabels(sb.Labels, labels) {
+			continue
+		}
+		out = append(out, sb)
 	}
 	slices.SortFunc(out, func(a, b *drydock.Sandbox) int { return strings.Compare(a.ID, b.ID) })
 	return out, nil
@@ -476,6 +473,9 @@ func (r *Runtime) sandbox(id string, labels map[string]string, state string, cre
 		return sb
 	}
 	sb.Token, sb.VNCPassword = sec.Token, sec.VNCPassword
+	if sec.Job != "" {
+		sb.Labels[drydock.LabelJob] = sec.Job
+	}
 	return sb
 }
 

@@ -90,7 +90,7 @@ func stateDir(t testing.TB) string {
 	return dir
 }
 
-var testImages sync.Map // host -> *imageOnce
+var testImages sync.Map // host and package -> *imageOnce
 
 type imageOnce struct {
 	once sync.Once
@@ -104,19 +104,31 @@ type imageOnce struct {
 // image takes minutes.
 func testImage(t testing.TB, host string) string {
 	t.Helper()
+	return busyboxImage(t, host, "../runtimetest/testdata/healthd")
+}
+
+// toolboxdImage is testImage with the real toolboxd of this tree, for
+// tests of its API; without bash, its shell component never gets ready.
+func toolboxdImage(t testing.TB, host string) string {
+	t.Helper()
+	return busyboxImage(t, host, "../../cmd/toolboxd")
+}
+
+func busyboxImage(t testing.TB, host, pkg string) string {
+	t.Helper()
 	if _, err := exec.LookPath("busybox"); err != nil {
 		t.Skip("busybox is not installed (apt-get install busybox-static; scripts/testenv/docker-up.sh does)")
 	}
-	v, _ := testImages.LoadOrStore(host, &imageOnce{})
+	v, _ := testImages.LoadOrStore(host+"\x00"+pkg, &imageOnce{})
 	o := v.(*imageOnce)
-	o.once.Do(func() { o.ref, o.err = importTestImage(host) })
+	o.once.Do(func() { o.ref, o.err = importTestImage(host, pkg) })
 	if o.err != nil {
 		t.Fatalf("test image: %v", o.err)
 	}
 	return o.ref
 }
 
-func importTestImage(host string) (string, error) {
+func importTestImage(host, pkg string) (string, error) {
 	busybox, err := exec.LookPath("busybox")
 	if err != nil {
 		return "", fmt.Errorf("busybox not found (apt-get install busybox-static): %w", err)
@@ -130,7 +142,7 @@ func importTestImage(host string) (string, error) {
 	}
 	defer os.RemoveAll(dir)
 	healthd := filepath.Join(dir, "healthd")
-	cmd := exec.Command("go", "build", "-o", healthd, "../runtimetest/testdata/healthd")
+	cmd := exec.Command("go", "build", "-o", healthd, pkg)
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("build healthd: %v\n%s", err, out)

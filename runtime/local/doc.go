@@ -19,6 +19,7 @@
 //	workspace/    the workspace the agent works in
 //	state/        toolboxd's scratch files
 //	toolbox.sock  the toolboxd socket
+//	claimed       the job that claimed a warm sandbox (see Claim), created once
 //
 // A unix socket path must stay under 108 bytes. When <root> is too deep for
 // that, sockets go to a short directory under os.TempDir() named after a hash

@@ -183,13 +183,9 @@ func (r *Runtime) create(m meta, token string) (*drydock.Sandbox, error) {
 	if err := writeFileAtomic(filepath.Join(dir, tokenFile), []byte(token+"\n")); err != nil {
 		return nil, err
 	}
-	b, err := json.MarshalIndent(m, "", "  ")
-	if err != nil {
-		return nil, err
-	}
 	// The metadata goes last: a directory without it is an unfinished
 	// create, which Get and List ignore.
-	if err := writeFileAtomic(filepath.Join(dir, metaFile), b); err != nil {
+	if err := r.writeMeta(dir, m); err != nil {
 		return nil, err
 	}
 	r.mu.Lock()
@@ -396,6 +392,14 @@ func hasLabels(have, want map[string]string) bool {
 		}
 	}
 	return true
+}
+
+func (r *Runtime) writeMeta(dir string, m meta) error {
+	b, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return err
+	}
+	return writeFileAtomic(filepath.Join(dir, metaFile), b)
 }
 
 func writeFileAtomic(path string, data []byte) error {
