@@ -62,8 +62,8 @@ func user(blocks ...map[string]any) map[string]any {
 func messages(system string, msgs ...map[string]any) map[string]any {
 	return map[string]any{
 		"model": "claude-sonnet-4-5", "max_tokens": 100,
-		"system": []any{text(system, true)},
-		"tools":  []any{map[string]any{"name": "bash", "description": "Runs a command.", "input_schema": map[string]any{"type": "object"}}},
+		"system":   []any{text(system, true)},
+		"tools":    []any{map[string]any{"name": "bash", "description": "Runs a command.", "input_schema": map[string]any{"type": "object"}}},
 		"messages": msgs,
 	}
 }
