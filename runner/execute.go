@@ -121,6 +121,7 @@ func (r *Runner) execute(ctx context.Context, cancel context.CancelCauseFunc, jo
 // being recovered, and waits until its toolboxd is ready.
 func (r *Runner) sandbox(ctx context.Context, job *drydock.Job, log *slog.Logger) (*drydock.Sandbox, error) {
 	var sb *drydock.Sandbox
+	var acquired func() // records a new sandbox's start once it is ready
 	if job.SandboxID != "" {
 		got, err := r.deps.Runtime.Get(ctx, job.SandboxID)
 		if drydock.ErrorCode(err) == drydock.ENOTFOUND {
@@ -148,9 +149,9 @@ func (r *Runner) sandbox(ctx context.Context, job *drydock.Job, log *slog.Logger
 			},
 		}
 		t0 := time.Now()
-		created, err := r.deps.Runtime.Create(ctx, spec)
+		created, start, err := r.acquire(ctx, spec, log)
 		if err != nil {
-			return nil, fmt.Errorf("create sandbox: %w", err)
+			return nil, err
 		}
 		sb = created
 		id := sb.ID
@@ -159,7 +160,8 @@ func (r *Runner) sandbox(ctx context.Context, job *drydock.Job, log *slog.Logger
 			_ = r.deps.Runtime.Destroy(context.WithoutCancel(ctx), id)
 			return nil, fmt.Errorf("record sandbox: %w", err)
 		}
-		log.Info("sandbox created", "sandbox_id", id, "runtime", r.deps.Runtime.Name(), "took", time.Since(t0).Round(time.Millisecond))
+		log.Info("sandbox created", "sandbox_id", id, "runtime", r.deps.Runtime.Name(), "start", start, "took", time.Since(t0).Round(time.Millisecond))
+		acquired = func() { r.deps.Metrics.sandboxAcquired(profile, start, time.Since(t0)) }
 	}
 	rctx, done := context.WithTimeout(ctx, r.cfg.ReadyTimeout)
 	defer done()
@@ -169,7 +171,31 @@ func (r *Runner) sandbox(ctx context.Context, job *drydock.Job, log *slog.Logger
 		}
 		return sb, drydock.Errorf(drydock.EUNAVAILABLE, "sandbox %s did not become ready within %s: %v", sb.ID, r.cfg.ReadyTimeout, err)
 	}
+	if acquired != nil {
+		acquired()
+	}
 	return sb, nil
+}
+
+// acquire claims a warm sandbox for the spec when the pool has one that
+// fits, and creates one cold otherwise; it never waits for the pool.
+func (r *Runner) acquire(ctx context.Context, spec drydock.SandboxSpec, log *slog.Logger) (*drydock.Sandbox, string, error) {
+	if r.deps.Pool != nil {
+		sb, err := r.deps.Pool.Claim(ctx, spec)
+		switch {
+		case sb != nil:
+			return sb, startWarm, nil
+		case err != nil && ctx.Err() != nil:
+			return nil, "", err
+		case err != nil:
+			log.Warn("no warm sandbox; starting one cold", "err", err)
+		}
+	}
+	sb, err := r.deps.Runtime.Create(ctx, spec)
+	if err != nil {
+		return nil, "", fmt.Errorf("create sandbox: %w", err)
+	}
+	return sb, startCold, nil
 }
 
 func (r *Runner) runAgent(ctx context.Context, job *drydock.Job, sb *drydock.Sandbox, emit *emitter) (*drydock.AgentOutcome, error) {

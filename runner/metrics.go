@@ -13,6 +13,11 @@ type Metrics struct {
 	Started  *prometheus.CounterVec
 	Finished *prometheus.CounterVec
 	Duration *prometheus.HistogramVec
+	// SandboxStarts and SandboxAcquire count and time a job's getting a
+	// ready sandbox, by profile and by start: "warm" (claimed from the
+	// pool) or "cold" (created for the job).
+	SandboxStarts  *prometheus.CounterVec
+	SandboxAcquire *prometheus.HistogramVec
 }
 
 // NewMetrics registers the runner's instruments with reg.
@@ -28,8 +33,15 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "drydock_job_duration_seconds", Help: "Wall time of a job run on this server, by final status.",
 			Buckets: prometheus.ExponentialBuckets(0.1, 2.5, 14),
 		}, []string{"status"}),
+		SandboxStarts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "drydock_sandbox_starts_total", Help: "Sandboxes given to jobs by this server, by profile and start (warm: from the pool; cold: created for the job).",
+		}, []string{"profile", "start"}),
+		SandboxAcquire: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "drydock_sandbox_acquire_seconds", Help: "Time from asking for a job's sandbox to its toolboxd being ready, by profile and start.",
+			Buckets: prometheus.ExponentialBuckets(0.005, 2, 14),
+		}, []string{"profile", "start"}),
 	}
-	reg.MustRegister(m.Started, m.Finished, m.Duration)
+	reg.MustRegister(m.Started, m.Finished, m.Duration, m.SandboxStarts, m.SandboxAcquire)
 	return m
 }
 
@@ -50,4 +62,18 @@ func (m *Metrics) finished(s drydock.JobStatus, d time.Duration) {
 	}
 	m.Finished.WithLabelValues(string(s)).Inc()
 	m.Duration.WithLabelValues(string(s)).Observe(d.Seconds())
+}
+
+// Start labels of the sandbox metrics.
+const (
+	startWarm = "warm"
+	startCold = "cold"
+)
+
+func (m *Metrics) sandboxAcquired(profile drydock.Profile, start string, d time.Duration) {
+	if m == nil {
+		return
+	}
+	m.SandboxStarts.WithLabelValues(string(profile), start).Inc()
+	m.SandboxAcquire.WithLabelValues(string(profile), start).Observe(d.Seconds())
 }

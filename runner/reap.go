@@ -5,11 +5,13 @@ import (
 	"time"
 
 	"github.com/drydockhq/drydock"
+	"github.com/drydockhq/drydock/pool"
 )
 
 // Reap destroys this server's sandboxes whose job is finished or unknown:
 // those a crash left between archiving and teardown, or whose job was
-// deleted. Sandboxes of running jobs stay, whichever replica runs them, so a
+// deleted, and the warm sandboxes no job claimed that a previous process
+// of this node left (this process's pool keeps its own). Sandboxes of running jobs stay, whichever replica runs them, so a
 // recovering replica can reattach. Only sandboxes labelled with this node id
 // are considered, so that servers with different stores sharing one engine
 // never reap each other's sandboxes.
@@ -23,6 +25,21 @@ func (r *Runner) Reap(ctx context.Context) (int, error) {
 	}
 	n := 0
 	for _, sb := range sbs {
+		if owner, warm := pool.Unclaimed(sb); warm {
+			// The pool running here owns its warm sandboxes; those of a
+			// previous process of this node are nobody's.
+			if r.deps.Pool != nil && owner == r.deps.Pool.Owner() {
+				continue
+			}
+			if err := r.deps.Runtime.Destroy(ctx, sb.ID); err != nil {
+				r.log.Warn("reaper: destroy stale warm sandbox", "sandbox_id", sb.ID, "err", err)
+				continue
+			}
+			r.log.Info("reaped a warm sandbox left by a previous process", "sandbox_id", sb.ID)
+			n++
+			continue
+		}
+		// A claimed warm sandbox reports its job like any other.
 		jobID := sb.Labels[drydock.LabelJob]
 		job, err := r.deps.Store.GetJob(ctx, jobID)
 		switch {

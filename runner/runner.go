@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/drydockhq/drydock"
+	"github.com/drydockhq/drydock/pool"
 )
 
 // Toolbox is what the runner needs from a sandbox's toolboxd.
@@ -83,6 +84,9 @@ type Deps struct {
 	Toolbox func(*drydock.Sandbox) Toolbox
 	Logger  *slog.Logger
 	Metrics *Metrics // optional
+	// Pool, if set, gives jobs warm sandboxes; Run runs it (filling it,
+	// and emptying it at shutdown).
+	Pool *pool.Pool
 }
 
 // Runner executes jobs from the store.
@@ -173,6 +177,13 @@ func (r *Runner) Run(ctx context.Context) error {
 		defer r.wg.Done()
 		r.reapLoop(ctx)
 	}()
+	if r.deps.Pool != nil {
+		r.wg.Add(1)
+		go func() {
+			defer r.wg.Done()
+			r.deps.Pool.Run(ctx)
+		}()
+	}
 
 	ticker := time.NewTicker(r.cfg.PollInterval)
 	defer ticker.Stop()
