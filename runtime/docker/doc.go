@@ -5,15 +5,19 @@
 // Every sandbox is one container, created with the security defaults of the
 // design: user 1000 in /workspace, all capabilities dropped,
 // no-new-privileges, the engine's default seccomp profile, a read-only root
-// filesystem, memory, CPU and pids limits, and no network at all unless the
-// spec names egress destinations. The engine's socket is never mounted. The
-// engine's init runs as PID 1 and reaps orphans, so that a fork bomb's
-// processes free their pids when they end.
+// filesystem, memory, CPU and pids limits, and no network interface. The
+// engine's socket is never mounted. The engine's init runs as PID 1 and
+// reaps orphans, so that a fork bomb's processes free their pids when they
+// end.
 //
-// Egress is all or nothing here: a spec with any destination joins the
-// engine's default network (or Options.EgressNetwork), and the engine does
-// not filter by destination. Filtering needs a proxy or firewall rules that
-// this package does not install.
+// Sandboxes never get a network interface (--network none), whatever the
+// spec's egress. Their only way out is the orchestrator's egress proxy
+// (package egress), which enforces the job's allowlist on the host:
+// EgressSocket names the unix socket it must listen on, in the sandbox's
+// socket directory; toolboxd offers it inside the sandbox on
+// 127.0.0.1:3128, and HTTP_PROXY, HTTPS_PROXY and ALL_PROXY point there
+// (NO_PROXY keeps the sandbox's own loopback direct). Without a listener on
+// the socket, nothing leaves the sandbox.
 //
 // toolboxd listens on a unix socket in a per-sandbox host directory
 // (StateDir/<id>/toolbox, mounted at /run/toolbox), so the orchestrator

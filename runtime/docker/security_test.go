@@ -170,14 +170,20 @@ func TestSecurityDefaults(t *testing.T) {
 	})
 }
 
-func TestEgressJoinsANetwork(t *testing.T) {
+// A spec that allows egress still gets no network interface: the egress
+// proxy is the only way out (see egress_test.go).
+func TestEgressKeepsNoNetwork(t *testing.T) {
 	t.Parallel()
 	forEngine(t, func(t *testing.T, s setup) {
 		rt := s.newRuntime(t)
 		sb := secure(t, s, rt, "example.com:443")
 		r := sh(t.Context(), t, rt.Client(), sb.ID, "ls /sys/class/net")
-		if ifs := strings.Fields(r.stdout); len(ifs) < 2 || !slices.Contains(ifs, "lo") {
-			t.Errorf("interfaces with egress: %q, want lo and one more", r.stdout)
+		if ifs := strings.Fields(r.stdout); !slices.Equal(ifs, []string{"lo"}) {
+			t.Errorf("interfaces with egress: %q, want lo only", r.stdout)
+		}
+		r = sh(t.Context(), t, rt.Client(), sb.ID, "echo $HTTPS_PROXY $NO_PROXY")
+		if r.stdout != "http://127.0.0.1:3128 localhost,127.0.0.1,::1\n" {
+			t.Errorf("proxy environment: %q", r.stdout)
 		}
 	})
 }
