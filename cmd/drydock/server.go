@@ -51,6 +51,7 @@ type ServerCmd struct {
 	LogFormat     string          `default:"text" enum:"text,json" env:"DRYDOCK_LOG_FORMAT" help:"Log format: text or json."`
 	ShutdownGrace time.Duration   `default:"20s" help:"How long in-flight requests may take to finish on SIGTERM."`
 	Resources     ResourceOptions `embed:"" prefix:"sandbox-"`
+	Pool          PoolOptions     `embed:"" prefix:"pool-"`
 	Kube          KubeOptions     `embed:""`
 }
 
@@ -175,7 +176,7 @@ func (c *ServerCmd) Run(g *Globals) error {
 		}
 		ag = a
 	}
-	run := runner.New(runner.Config{
+	rcfg := runner.Config{
 		NodeID:         c.NodeID,
 		MaxConcurrent:  c.MaxConcurrent,
 		LeaseTTL:       c.LeaseTTL,
@@ -190,10 +191,15 @@ func (c *ServerCmd) Run(g *Globals) error {
 			PidsLimit:      c.Resources.Pids,
 			WorkspaceBytes: c.Resources.DiskMiB << 20,
 		},
-	}, runner.Deps{
+	}
+	warm, err := c.warmPool(rt, pool, rcfg, reg, log)
+	if err != nil {
+		return err
+	}
+	run := runner.New(rcfg, runner.Deps{
 		Store: ws, Runtime: rt, Agent: ag, Artifacts: artifacts,
 		Toolbox: func(sb *drydock.Sandbox) runner.Toolbox { return toolboxConn{pool.Get(sb)} },
-		Logger:  log, Metrics: runner.NewMetrics(reg),
+		Logger:  log, Metrics: runner.NewMetrics(reg), Pool: warm,
 	})
 	srv := api.New(api.Config{
 		DevMode:     devMode,
