@@ -42,6 +42,12 @@ func (r *Runner) execute(ctx context.Context, cancel context.CancelCauseFunc, jo
 	log.Info("job started")
 
 	sb, runErr := r.sandbox(ctx, job, log)
+	if runErr == nil {
+		var closeEgress func()
+		if closeEgress, runErr = r.attachEgress(ctx, job, sb, log); runErr == nil {
+			defer closeEgress()
+		}
+	}
 	var outcome *drydock.AgentOutcome
 	if runErr == nil {
 		outcome, runErr = r.runAgent(ctx, job, sb, emit)
@@ -142,6 +148,7 @@ func (r *Runner) sandbox(ctx context.Context, job *drydock.Job, log *slog.Logger
 			Image:     r.cfg.Images[profile],
 			Profile:   profile,
 			Resources: r.cfg.Resources,
+			Egress:    job.Egress,
 			Labels: map[string]string{
 				drydock.LabelManaged: "true",
 				drydock.LabelJob:     job.ID,

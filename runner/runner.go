@@ -87,6 +87,10 @@ type Deps struct {
 	// Pool, if set, gives jobs warm sandboxes; Run runs it (filling it,
 	// and emptying it at shutdown).
 	Pool *pool.Pool
+	// Egress, if set, opens a sandbox's way out for a job once the sandbox
+	// is ready (the egress proxy's listener, or the runtime's own policy)
+	// and is closed when this process stops running the job.
+	Egress func(ctx context.Context, job *drydock.Job, sb *drydock.Sandbox) (io.Closer, error)
 }
 
 // Runner executes jobs from the store.
