@@ -65,6 +65,10 @@ type Config struct {
 	// host name), which keeps pages served by a sandbox away from the web
 	// UI's stored token. "" uses the API's own base.
 	LiveURL string
+	// EgressChanged, when set, hears of every change of a job's egress
+	// list once it is stored (the egress proxy drops its cached copy and
+	// closes tunnels the list no longer allows).
+	EgressChanged func(ctx context.Context, job *drydock.Job)
 }
 
 // Server is the HTTP API.
@@ -135,6 +139,7 @@ func (s *Server) routesSetup() {
 	s.handle("GET /v1/jobs", authed(s.handleList))
 	s.handle("GET /v1/jobs/{id}", authed(s.handleGet))
 	s.handle("POST /v1/jobs/{id}/cancel", authed(s.handleCancel))
+	s.handle("PUT /v1/jobs/{id}/egress", authed(s.handleSetEgress))
 	s.handle("GET /v1/jobs/{id}/events", authed(s.handleEvents))
 	s.handle("GET /v1/jobs/{id}/trajectory", authed(s.handleTrajectory))
 	s.handle("GET /v1/jobs/{id}/artifact.tar.gz", authed(s.handleArtifactTarGz))
