@@ -53,6 +53,7 @@ type ServerCmd struct {
 	Resources     ResourceOptions `embed:"" prefix:"sandbox-"`
 	Pool          PoolOptions     `embed:"" prefix:"pool-"`
 	Kube          KubeOptions     `embed:""`
+	Egress        EgressOptions   `embed:"" prefix:"egress-"`
 }
 
 // ResourceOptions are the per-sandbox limits.
@@ -196,18 +197,24 @@ func (c *ServerCmd) Run(g *Globals) error {
 	if err != nil {
 		return err
 	}
+	eg, err := newEgressWiring(c.Egress, ws, rt, log)
+	if err != nil {
+		return err
+	}
 	run := runner.New(rcfg, runner.Deps{
 		Store: ws, Runtime: rt, Agent: ag, Artifacts: artifacts,
 		Toolbox: func(sb *drydock.Sandbox) runner.Toolbox { return toolboxConn{pool.Get(sb)} },
 		Logger:  log, Metrics: runner.NewMetrics(reg), Pool: warm,
+		Egress: eg.Open,
 	})
 	srv := api.New(api.Config{
-		DevMode:     devMode,
-		PublicURL:   c.PublicURL,
-		LiveURL:     c.LiveURL,
-		Sandboxes:   rt.Get,
-		Toolbox:     pool,
-		LinkKeyFile: filepath.Join(c.DataDir, "link.key"),
+		DevMode:       devMode,
+		PublicURL:     c.PublicURL,
+		LiveURL:       c.LiveURL,
+		Sandboxes:     rt.Get,
+		Toolbox:       pool,
+		LinkKeyFile:   filepath.Join(c.DataDir, "link.key"),
+		EgressChanged: eg.Changed,
 	}, ws, run, artifacts, reg, log)
 
 	ln, err := net.Listen("tcp", c.Listen)
