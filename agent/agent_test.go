@@ -76,14 +76,14 @@ func (r *recorder) observations(t *testing.T) []transcript.Observation {
 	return out
 }
 
-// bundle is a real sandbox (runtime/local), the scripted model server and
-// an agent wired to it through the production provider.
+// bundle is a real sandbox, the scripted model server and an agent wired
+// to it through the production provider.
 type bundle struct {
 	api   string
 	model string
-	rt    *local.Runtime
+	rt    *local.Runtime // nil in a container engine's sandbox
 	sb    *drydock.Sandbox
-	ws    string
+	ws    string // the local sandbox's workspace
 	srv   *llmtest.Server
 	agent *agent.Agent
 	rec   *recorder
@@ -99,6 +99,7 @@ func apis(t *testing.T, f func(t *testing.T, api string)) {
 	}
 }
 
+// setup is a bundle in a local sandbox (an in-process toolboxd).
 func setup(t *testing.T, api string, opts llmtest.Options, cfg agent.Config) *bundle {
 	t.Helper()
 	rt, err := local.New(local.Options{Root: t.TempDir(), ServerID: "agent-test"})
@@ -117,6 +118,15 @@ func setup(t *testing.T, api string, opts llmtest.Options, cfg agent.Config) *bu
 	if err := box.WaitReady(ctx); err != nil {
 		t.Fatal(err)
 	}
+	b := newBundle(t, sb, api, opts, cfg)
+	b.rt, b.ws = rt, rt.Workspace(sb.ID)
+	return b
+}
+
+// newBundle wires an agent for sandbox sb to a new scripted model server
+// through the production provider for api.
+func newBundle(t *testing.T, sb *drydock.Sandbox, api string, opts llmtest.Options, cfg agent.Config) *bundle {
+	t.Helper()
 	if opts.APIKey == "" {
 		opts.APIKey = llmtest.TestKey
 	}
@@ -141,7 +151,7 @@ func setup(t *testing.T, api string, opts llmtest.Options, cfg agent.Config) *bu
 	if err := a.Check(); err != nil {
 		t.Fatal(err)
 	}
-	return &bundle{api: api, model: cfg.Model, rt: rt, sb: sb, ws: rt.Workspace(sb.ID), srv: srv, agent: a, rec: &recorder{}}
+	return &bundle{api: api, model: cfg.Model, sb: sb, srv: srv, agent: a, rec: &recorder{}}
 }
 
 func job(task string) *drydock.Job {

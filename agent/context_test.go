@@ -2,7 +2,6 @@ package agent_test
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -20,6 +19,7 @@ import (
 	"github.com/drydockhq/drydock/llm"
 	"github.com/drydockhq/drydock/llm/llmtest"
 	"github.com/drydockhq/drydock/llm/tokens"
+	"github.com/drydockhq/drydock/runtime/runtimetest"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -80,134 +80,146 @@ func (m *longRun) answer(req *llmtest.Request) llmtest.Turn {
 	return llmtest.Turn{Text: fmt.Sprintf("Step %d.", n), ToolCalls: []llm.ToolCall{c}}
 }
 
-// steps is the length of the long runs: 1,000 with DRYDOCK_TEST_LONG=1,
-// else 300 so that the default suite stays quick.
-func longSteps() int {
-	if n, _ := strconv.Atoi(os.Getenv("DRYDOCK_TEST_LONG")); n > 0 {
-		if n == 1 {
-			return 1000
-		}
-		return n
-	}
-	return 300
+// promptTokens is the size of a request's prompt as the model server
+// counted it: the tokens read from and written to its prompt cache
+// included.
+func promptTokens(r *llmtest.Request) int64 {
+	u := r.Answer.Usage
+	return u.InputTokens + u.CacheReadTokens + u.CacheWriteTokens
 }
 
-// A long run under an 8k-token budget: every request the model receives
-// fits (as the model server counts it), the run completes, condensations
-// and masks are in the log, and a launch code printed at step 10 and long
-// gone from the prompt is found with recall near the end and shown to the
-// model in the tool result.
+// A 1,000-step run under an 8k-token budget in a real sandbox on each
+// container engine: every request the model receives fits (as the model
+// server counts it), the run completes, condensations and masks are in the
+// log, a launch code printed at step 10 and long gone from the prompt is
+// found with recall at step 900 and shown to the model in the tool result,
+// and most of each prompt is read from the provider's prompt cache.
 func TestLongRunStaysWithinTheBudget(t *testing.T) {
 	t.Parallel()
-	const budget = 8000
-	steps := longSteps()
-	apis(t, func(t *testing.T, api string) {
-		m := &longRun{steps: steps, needleStep: 10, recallStep: steps * 9 / 10, byStep: map[int]*llmtest.Request{}}
-		b := setup(t, api, llmtest.Options{Func: m.answer}, agent.Config{MaxSteps: steps + 10})
-		j := job("Run the scripted steps.")
-		j.ContextBudget = budget
-		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
-		defer cancel()
-		start := time.Now()
-		out, err := b.agent.Run(ctx, &drydock.AgentRun{Job: j, Sandbox: b.sb, Events: b.rec,
-			Progress: func(context.Context, int, drydock.Usage) error { return nil }})
-		if err != nil {
+	const budget, steps = 8000, 1000
+	for _, eng := range engines {
+		t.Run(eng.name, func(t *testing.T) {
+			t.Parallel()
+			host := requireEngine(t, eng.env)
+			image := runtimetest.CurrentImage(t, host)
+			apis(t, func(t *testing.T, api string) {
+				longRun1000(t, host, image, api, budget, steps)
+			})
+		})
+	}
+}
+
+// longRun1000 is one long run in a new sandbox from image on the engine at
+// host, through api's provider.
+func longRun1000(t *testing.T, host, image, api string, budget, steps int) {
+	sb := engineSandbox(t, host, image, drydock.ProfileHeadless)
+	m := &longRun{steps: steps, needleStep: 10, recallStep: steps * 9 / 10, byStep: map[int]*llmtest.Request{}}
+	b := newBundle(t, sb, api, llmtest.Options{Func: m.answer}, agent.Config{MaxSteps: steps + 10})
+	j := job("Run the scripted steps.")
+	j.ContextBudget = budget
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
+	defer cancel()
+	start := time.Now()
+	out, err := b.agent.Run(ctx, &drydock.AgentRun{Job: j, Sandbox: b.sb, Events: b.rec,
+		Progress: func(context.Context, int, drydock.Usage) error { return nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	elapsed := time.Since(start)
+	if out.Summary != "ran all the steps" {
+		t.Errorf("summary %q", out.Summary)
+	}
+
+	reqs := b.srv.Requests()
+	over := 0
+	for _, r := range reqs {
+		if in := promptTokens(r); in > int64(budget) {
+			over++
+			if over < 5 {
+				t.Errorf("request %d (%d messages, tools %v): %d input tokens over the %d budget", r.N, len(r.Messages), len(r.Tools) > 0, in, budget)
+			}
+		}
+	}
+	if over > 0 {
+		t.Errorf("%d of %d requests over the budget", over, len(reqs))
+	}
+	if len(m.byStep) != steps {
+		t.Fatalf("%d steps asked for; want %d", len(m.byStep), steps)
+	}
+
+	conds := b.rec.ofType(drydock.EventCondensation)
+	var masks int
+	for _, e := range b.rec.ofType(drydock.EventLog) {
+		if strings.Contains(string(e.Data), `"kind":"`+transcript.KindMask+`"`) {
+			masks++
+		}
+	}
+	if len(conds) < steps/50 || masks == 0 {
+		t.Errorf("%d condensations and %d masks in %d steps", len(conds), masks, steps)
+	}
+	for i, e := range conds {
+		var c transcript.Condensation
+		if err := json.Unmarshal(e.Data, &c); err != nil {
 			t.Fatal(err)
 		}
-		elapsed := time.Since(start)
-		if out.Summary != "ran all the steps" {
-			t.Errorf("summary %q", out.Summary)
+		if c.Kind != transcript.KindSummary || c.Depth != i || !strings.HasPrefix(c.Summary, "Summary of steps 1 to "+strconv.Itoa(c.ThroughStep)) {
+			t.Errorf("condensation %d: %+v", i, c)
+			break
 		}
+	}
+	if m.summaries != len(conds) {
+		t.Errorf("%d summary requests for %d condensations", m.summaries, len(conds))
+	}
 
-		reqs := b.srv.Requests()
-		over := 0
-		for _, r := range reqs {
-			if in := r.Answer.Usage.InputTokens; in > budget {
-				over++
-				if over < 5 {
-					t.Errorf("request %d (%d messages, tools %v): %d input tokens over the %d budget", r.N, len(r.Messages), len(r.Tools) > 0, in, budget)
-				}
+	// The needle: printed in the sandbox, gone from the prompt before the
+	// recall, in the result the model reads after it.
+	if m.needle == "" {
+		t.Fatal("the launch code never reached the model")
+	}
+	if before := m.byStep[m.recallStep]; strings.Contains(string(before.Body), m.needle) {
+		t.Errorf("the launch code is still in the prompt at step %d; recall proves nothing", m.recallStep)
+	}
+	after := m.byStep[m.recallStep+1].LastUser()
+	if len(after.ToolResults) != 1 || !strings.Contains(after.ToolResults[0].Output, m.needle) || !strings.Contains(after.ToolResults[0].Output, "step 10, bash result") {
+		t.Errorf("the recall result the model received lacks the launch code %s:\n%+v", m.needle, after.ToolResults)
+	}
+
+	// Each periodic recall found its step's output.
+	var lat []time.Duration
+	var called time.Time
+	for _, e := range b.rec.Events() {
+		switch e.Type {
+		case drydock.EventToolCall:
+			called = e.Time
+		case drydock.EventObservation:
+			var o transcript.Observation
+			if json.Unmarshal(e.Data, &o) != nil || o.Name != "recall" {
+				continue
+			}
+			lat = append(lat, e.Time.Sub(called))
+			if o.Step != m.recallStep && !strings.Contains(o.Output, fmt.Sprintf("step %d line 7: lorem", o.Step-40)) {
+				t.Errorf("recall at step %d missed step %d's output:\n%s", o.Step, o.Step-40, o.Output)
 			}
 		}
-		if over > 0 {
-			t.Errorf("%d of %d requests over the budget", over, len(reqs))
-		}
-		if len(m.byStep) != steps {
-			t.Fatalf("%d steps asked for; want %d", len(m.byStep), steps)
-		}
+	}
+	slices.Sort(lat)
 
-		conds := b.rec.ofType(drydock.EventCondensation)
-		var masks int
-		for _, e := range b.rec.ofType(drydock.EventLog) {
-			if strings.Contains(string(e.Data), `"kind":"`+transcript.KindMask+`"`) {
-				masks++
-			}
-		}
-		if len(conds) < steps/50 || masks == 0 {
-			t.Errorf("%d condensations and %d masks in %d steps", len(conds), masks, steps)
-		}
-		for i, e := range conds {
-			var c transcript.Condensation
-			if err := json.Unmarshal(e.Data, &c); err != nil {
-				t.Fatal(err)
-			}
-			if c.Kind != transcript.KindSummary || c.Depth != i || !strings.HasPrefix(c.Summary, "Summary of steps 1 to "+strconv.Itoa(c.ThroughStep)) {
-				t.Errorf("condensation %d: %+v", i, c)
-				break
-			}
-		}
-		if m.summaries != len(conds) {
-			t.Errorf("%d summary requests for %d condensations", m.summaries, len(conds))
-		}
-
-		// The needle: gone from the prompt before the recall, in the
-		// result the model reads after it.
-		if m.needle == "" {
-			t.Fatal("the launch code never reached the model")
-		}
-		if before := m.byStep[m.recallStep]; strings.Contains(string(before.Body), m.needle) {
-			t.Errorf("the launch code is still in the prompt at step %d; recall proves nothing", m.recallStep)
-		}
-		after := m.byStep[m.recallStep+1].LastUser()
-		if len(after.ToolResults) != 1 || !strings.Contains(after.ToolResults[0].Output, m.needle) || !strings.Contains(after.ToolResults[0].Output, "step 10, bash result") {
-			t.Errorf("the recall result the model received lacks the launch code %s:\n%+v", m.needle, after.ToolResults)
-		}
-
-		// Each periodic recall found its step's output.
-		var lat []time.Duration
-		var called time.Time
-		for _, e := range b.rec.Events() {
-			switch e.Type {
-			case drydock.EventToolCall:
-				called = e.Time
-			case drydock.EventObservation:
-				var o transcript.Observation
-				if json.Unmarshal(e.Data, &o) != nil || o.Name != "recall" {
-					continue
-				}
-				lat = append(lat, e.Time.Sub(called))
-				if o.Step != m.recallStep && !strings.Contains(o.Output, fmt.Sprintf("step %d line 7: lorem", o.Step-40)) {
-					t.Errorf("recall at step %d missed step %d's output:\n%s", o.Step, o.Step-40, o.Output)
-				}
-			}
-		}
-		slices.Sort(lat)
-
-		fig := measure(t, b, reqs, m)
-		cache := ""
-		if api == agent.ProviderAnthropic {
-			cache = fmt.Sprintf(", simulated Anthropic cache reads %.1f%%", 100*fig.cacheRead)
-		}
-		t.Logf("%s: %d steps in %s (%.1f ms/step); %d condensations, %d masks; prefix shared with the previous request %.1f%%%s; prompt tokens p50 %d, max %d; naive at the end %d; %d recalls, latency p50 %s, max %s",
-			api, steps, elapsed.Round(time.Millisecond), float64(elapsed.Milliseconds())/float64(steps), len(conds), masks, 100*fig.hitRatio, cache, fig.p50, fig.max, fig.naiveLast,
-			len(lat), lat[len(lat)/2].Round(time.Microsecond), lat[len(lat)-1].Round(time.Microsecond))
-	})
+	fig := measure(t, b, reqs, m)
+	// The stable prefix changes rarely: most of each prompt is read from
+	// the provider's cache (Anthropic's at the provider's breakpoints,
+	// OpenAI's automatic one), as the model server plays them.
+	if fig.cacheRead < 0.7 {
+		t.Errorf("%.1f%% of the prompt tokens read from the cache; want at least 70%%", 100*fig.cacheRead)
+	}
+	t.Logf("%s: %d steps in %s (%.1f ms/step); %d condensations, %d masks; prefix shared with the previous request %.1f%%, cache reads %.1f%%, writes %.1f%%; prompt tokens p50 %d, max %d; naive at the end %d; %d recalls, latency p50 %s, max %s",
+		api, steps, elapsed.Round(time.Millisecond), float64(elapsed.Milliseconds())/float64(steps), len(conds), masks, 100*fig.hitRatio, 100*fig.cacheRead, 100*fig.cacheWrite, fig.p50, fig.max, fig.naiveLast,
+		len(lat), lat[len(lat)/2].Round(time.Microsecond), lat[len(lat)-1].Round(time.Microsecond))
 }
 
 // figures are what the benchmark reports of a long run.
 type figures struct {
-	hitRatio, cacheRead float64
-	p50, max, naiveLast int
+	hitRatio, cacheRead, cacheWrite float64
+	p50, max, naiveLast             int
 }
 
 // measure computes the long run's figures and, with DRYDOCK_TEST_FIGURES
@@ -222,21 +234,19 @@ func measure(t *testing.T, b *bundle, reqs []*llmtest.Request, m *longRun) figur
 		if len(r.Tools) == 0 {
 			continue // summary requests are counted apart
 		}
-		sizes = append(sizes, int(r.Answer.Usage.InputTokens))
+		sizes = append(sizes, int(promptTokens(r)))
 		s, n := prefix(prev, r)
 		hit, total = hit+int64(s), total+int64(n)
 		prev = r
 	}
 	f.hitRatio = float64(hit) / float64(total)
-	if b.api == agent.ProviderAnthropic {
-		var c anthropicCache
-		for _, r := range reqs {
-			if len(r.Tools) > 0 {
-				c.add(t, r.Body)
-			}
+	var read, write, all int64
+	for _, r := range reqs {
+		if len(r.Tools) > 0 {
+			read, write, all = read+r.Answer.Usage.CacheReadTokens, write+r.Answer.Usage.CacheWriteTokens, all+promptTokens(r)
 		}
-		f.cacheRead = float64(c.read) / float64(c.total)
 	}
+	f.cacheRead, f.cacheWrite = float64(read)/float64(all), float64(write)/float64(all)
 	sorted := append([]int(nil), sizes...)
 	slices.Sort(sorted)
 	f.p50, f.max = sorted[len(sorted)/2], sorted[len(sorted)-1]
@@ -260,18 +270,18 @@ func measure(t *testing.T, b *bundle, reqs []*llmtest.Request, m *longRun) figur
 		msgs := transcript.Messages(upto, transcript.Options{Task: "Your task:\n\n" + "Run the scripted steps."})
 		full := tokens.Request(counter, &llm.Request{System: r.System, Tools: r.Tools, Messages: msgs})
 		own := tokens.Request(counter, &llm.Request{System: r.System, Tools: r.Tools, Messages: r.Messages})
-		return int(float64(full) * float64(r.Answer.Usage.InputTokens) / float64(own))
+		return int(float64(full) * float64(promptTokens(r)) / float64(own))
 	}
 	f.naiveLast = naiveAt(m.steps)
 	if os.Getenv("DRYDOCK_TEST_FIGURES") != "" {
 		var rows []string
 		var sent, naiveSent int64
 		for step := 1; step <= m.steps; step++ {
-			sent += m.byStep[step].Answer.Usage.InputTokens
+			sent += promptTokens(m.byStep[step])
 		}
 		for k := 1; k <= 10; k++ {
 			step := m.steps * k / 10
-			rows = append(rows, fmt.Sprintf("| %d | %d | %d |", step, m.byStep[step].Answer.Usage.InputTokens, naiveAt(step)))
+			rows = append(rows, fmt.Sprintf("| %d | %d | %d |", step, promptTokens(m.byStep[step]), naiveAt(step)))
 		}
 		// The naive total grows as the sum of a line: sampled every step it
 		// costs a tokenization of the whole history each time, so it is
@@ -283,20 +293,27 @@ func measure(t *testing.T, b *bundle, reqs []*llmtest.Request, m *longRun) figur
 			naiveSent += int64(step-last) * int64(n+naiveAt(max(last, 1))) / 2
 			last = step
 		}
+		// Condensation requests against the whole run, in tokens of the
+		// prompt (cached or not) and in dollars at the model's prices.
 		var condIn, condOut int64
+		var condCost, allCost float64
 		for _, e := range b.rec.ofType(drydock.EventUsage) {
 			var u struct {
-				Kind   string `json:"kind"`
-				Input  int64  `json:"input_tokens"`
-				Output int64  `json:"output_tokens"`
+				drydock.Usage
+				Kind string `json:"kind"`
 			}
-			if json.Unmarshal(e.Data, &u) == nil && u.Kind == "condensation" {
-				condIn += u.Input
-				condOut += u.Output
+			if json.Unmarshal(e.Data, &u) != nil {
+				continue
+			}
+			allCost += u.CostUSD
+			if u.Kind == "condensation" {
+				condIn += u.InputTokens + u.CacheReadTokens + u.CacheWriteTokens
+				condOut += u.OutputTokens
+				condCost += u.CostUSD
 			}
 		}
-		t.Logf("%s prompt tokens by step (provider's count):\n| step | budgeted | naive |\n|---|---|---|\n%s\ntotal input sent: %d budgeted vs about %d naive; condensations cost %d input + %d output tokens",
-			b.api, strings.Join(rows, "\n"), sent, naiveSent, condIn, condOut)
+		t.Logf("%s prompt tokens by step (provider's count):\n| step | budgeted | naive |\n|---|---|---|\n%s\ntotal input sent: %d budgeted vs about %d naive; condensations cost %d input + %d output tokens, $%.2f of the run's $%.2f",
+			b.api, strings.Join(rows, "\n"), sent, naiveSent, condIn, condOut, condCost, allCost)
 	}
 	return f
 }
@@ -422,8 +439,8 @@ func TestSmallBudgetCutsLongOutputsAtIngest(t *testing.T) {
 	contains(t, "observation", o.Output, "row 1\n", "row 4000", "the whole output is in ", o.OutputPath)
 	contains(t, "saved output", b.file(t, o.OutputPath), "row 2000\n")
 	for _, r := range b.srv.Requests() {
-		if r.Answer.Usage.InputTokens > 8000 {
-			t.Errorf("request %d: %d tokens", r.N, r.Answer.Usage.InputTokens)
+		if n := promptTokens(r); n > 8000 {
+			t.Errorf("request %d: %d tokens", r.N, n)
 		}
 	}
 }
@@ -487,79 +504,4 @@ func TestResumeAfterCondensations(t *testing.T) {
 			t.Errorf("resumed estimate %v for a count of %v; before the restart the ratio was %v", e, c, last["prompt_estimate"].(float64)/last["prompt_counted"].(float64))
 		}
 	})
-}
-
-// anthropicCache simulates Anthropic's prompt cache on the requests the
-// provider sent, from their cache_control marks: a request reads the
-// longest prefix that an earlier request wrote at one of its breakpoints,
-// found at a breakpoint of its own or up to 20 blocks before one, and
-// writes its prefixes at its breakpoints. Sizes are in the server's tokens
-// (a quarter of a byte of the canonical block). The time to live is
-// ignored: the scripted run takes seconds.
-type anthropicCache struct {
-	written     map[[32]byte]bool
-	read, total int64
-}
-
-func (c *anthropicCache) add(t *testing.T, body []byte) {
-	if c.written == nil {
-		c.written = map[[32]byte]bool{}
-	}
-	var req struct {
-		Tools    []map[string]any `json:"tools"`
-		System   json.RawMessage  `json:"system"`
-		Messages []struct {
-			Role    string          `json:"role"`
-			Content json.RawMessage `json:"content"`
-		} `json:"messages"`
-	}
-	if err := json.Unmarshal(body, &req); err != nil {
-		t.Fatal(err)
-	}
-	blocks := append([]map[string]any(nil), req.Tools...)
-	content := func(raw json.RawMessage, role string) []map[string]any {
-		var s string
-		if json.Unmarshal(raw, &s) == nil {
-			return []map[string]any{{"type": "text", "text": s, "role": role}}
-		}
-		var bs []map[string]any
-		json.Unmarshal(raw, &bs)
-		for _, b := range bs {
-			b["role"] = role
-		}
-		return bs
-	}
-	if len(req.System) > 0 {
-		blocks = append(blocks, content(req.System, "system")...)
-	}
-	for _, m := range req.Messages {
-		blocks = append(blocks, content(m.Content, m.Role)...)
-	}
-	// Prefix hashes and sizes, and the breakpoints.
-	hashes := make([][32]byte, len(blocks)+1)
-	sizes := make([]int64, len(blocks)+1)
-	var marks []int
-	for i, b := range blocks {
-		if _, ok := b["cache_control"]; ok {
-			marks = append(marks, i+1)
-			delete(b, "cache_control")
-		}
-		data, _ := json.Marshal(b)
-		hashes[i+1] = sha256.Sum256(append(hashes[i][:], data...))
-		sizes[i+1] = sizes[i] + int64(len(data))/4
-	}
-	hit := 0
-	for _, p := range marks {
-		for q := p; q > max(p-20, 0); q-- {
-			if c.written[hashes[q]] && q > hit {
-				hit = q
-				break
-			}
-		}
-	}
-	for _, p := range marks {
-		c.written[hashes[p]] = true
-	}
-	c.read += sizes[hit]
-	c.total += sizes[len(blocks)]
 }
