@@ -45,9 +45,11 @@ func (c claimer) ImageID(ctx context.Context, ref string) (string, error) {
 // shell, so that a job's first call of any kind finds it ready: the code
 // kernel, and a desktop's display (kernel.ComponentKernel and desktop's
 // Component* constants, spelled out so that the orchestrator does not link
-// those in-sandbox packages). Components a sandbox does not report are not
-// waited for.
-var warmComponents = []string{"kernel", "display", "window_manager", "vnc"}
+// those in-sandbox packages).
+var warmComponents = map[drydock.Profile][]string{
+	drydock.ProfileHeadless: {"kernel"},
+	drydock.ProfileDesktop:  {"kernel", "display", "window_manager", "vnc"},
+}
 
 // warmPool returns the pool of warm sandboxes for the runner's jobs, or nil
 // when no pool is asked for.
@@ -76,7 +78,7 @@ func (c *ServerCmd) warmPool(rt drydock.Runtime, tb *toolbox.Pool, cfg runner.Co
 	}, pool.Deps{
 		Runtime: claimer{forgetful: f, under: under},
 		Ready: func(ctx context.Context, sb *drydock.Sandbox) error {
-			return tb.Get(sb).WaitReady(ctx, warmComponents...)
+			return tb.Get(sb).WaitReady(ctx, warmComponents[sb.Profile]...)
 		},
 		Logger: log,
 	})

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/drydockhq/drydock"
+	"github.com/drydockhq/drydock/runtime/runtimetest"
 	"github.com/drydockhq/drydock/toolbox"
 )
 
@@ -25,17 +26,12 @@ func warmSandbox(t *testing.T, rt *Runtime, img string) *drydock.Sandbox {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { rt.Destroy(context.Background(), sb.ID) })
-	c := toolbox.New(sb.Endpoint, sb.Token)
-	defer c.Close()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		if _, err := c.Info(t.Context()); err == nil {
-			return sb
-		} else if time.Now().After(deadline) {
-			t.Fatalf("toolboxd of %s does not answer: %v", sb.ID, err)
-		}
-		time.Sleep(20 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	if err := runtimetest.WaitHealthy(ctx, sb); err != nil {
+		t.Fatalf("toolboxd of %s does not answer: %v", sb.ID, err)
 	}
+	return sb
 }
 
 func info(sb *drydock.Sandbox, token string) error {
@@ -124,5 +120,41 @@ func TestClaimRefusesAUsedSandbox(t *testing.T) {
 		if got.Token != warm.Token || got.Labels[drydock.LabelJob] != "pool:test" {
 			t.Error("a refused claim changed the sandbox's secrets or job")
 		}
+	})
+}
+
+// BenchmarkClaim: the claim of a warm sandbox (toolboxd test image) until
+// the job's token is in place, which is what a warm start costs the runner
+// before its readiness check.
+func BenchmarkClaim(b *testing.B) {
+	forEngineBench(b, func(b *testing.B, s setup) {
+		rt := s.newRuntime(b)
+		img := toolboxdImage(b, s.host)
+		var lat []time.Duration
+		for b.Loop() {
+			b.StopTimer()
+			sb, err := rt.Create(b.Context(), drydock.SandboxSpec{JobID: "pool:bench", Image: img, Env: map[string]string{"TOOLBOXD_SERVICES": "none"}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(b.Context(), time.Minute)
+			err = runtimetest.WaitHealthy(ctx, sb)
+			cancel()
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.StartTimer()
+			start := time.Now()
+			if _, err := rt.Claim(b.Context(), sb.ID, "bench-"+drydock.RandomHex(4)); err != nil {
+				b.Fatal(err)
+			}
+			lat = append(lat, time.Since(start))
+			b.StopTimer()
+			if err := rt.Destroy(context.Background(), sb.ID); err != nil {
+				b.Fatal(err)
+			}
+			b.StartTimer()
+		}
+		reportPercentiles(b, lat)
 	})
 }
