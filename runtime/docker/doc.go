@@ -29,6 +29,13 @@
 // rootless Podman) must create the socket, and no other host user can
 // reach it through the parent.
 //
+// A warm sandbox (package pool) is handed to a job with Claim: toolboxd
+// replaces its token and VNC password with fresh ones, and the new secrets
+// and the job go to the secrets file, where Get and List find them (the
+// drydock.job label they report is the claiming job's; the container's own
+// label, fixed at create, still names the pool). The old token, which
+// docker inspect shows in the container's environment, no longer works.
+//
 // /workspace, /tmp and /home/agent are size-limited tmpfs mounts. A tmpfs is
 // the one size-limited writable filesystem that Docker and Podman both give
 // without a quota-capable backing filesystem (overlay2 on xfs with pquota),
