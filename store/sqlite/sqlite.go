@@ -226,6 +226,18 @@ func parseNullTime(s sql.NullString) (*time.Time, error) {
 // now is the store's clock, at the precision it stores.
 func now() time.Time { return time.Now().UTC().Truncate(time.Microsecond) }
 
+// diskFull gives a write that failed because the disk is full a message
+// that says so, and the code of a failure that passes once space is freed
+// (without it the API would answer "internal error" and nobody would know
+// why every schedule fails).
+func diskFull(err error) error {
+	var e *sqlite3.Error
+	if errors.As(err, &e) && e.Code()&0xff == sqlite3lib.SQLITE_FULL {
+		return fmt.Errorf("%w: %w", drydock.Errorf(drydock.EUNAVAILABLE, "the disk holding the database is full, so nothing was written; free space in the data directory and try again"), err)
+	}
+	return err
+}
+
 // isConstraint reports whether err is a UNIQUE or PRIMARY KEY violation.
 func isConstraint(err error) bool {
 	var e *sqlite3.Error

@@ -86,12 +86,12 @@ func (w *writer) do(ctx context.Context, fn writeFunc) error {
 	}
 	select {
 	case err := <-op.done:
-		return err
+		return diskFull(err)
 	case <-w.done:
 		// The writer answers before it exits, so an answer may be waiting.
 		select {
 		case err := <-op.done:
-			return err
+			return diskFull(err)
 		default:
 			return errClosed
 		}
