@@ -159,37 +159,38 @@ func (c *promptCache) sweep(now time.Time) {
 }
 
 // anthropicBlocks lists a Messages request's blocks: each tool, each
-// system block, each content block of each message.
+// system block, each content block of each message. A message's own JSON
+// around its blocks counts with its first block, so that only the
+// request's top level lies outside every block.
 func anthropicBlocks(body []byte) ([]cacheBlock, bool) {
 	var in struct {
 		Tools    []json.RawMessage `json:"tools"`
 		System   json.RawMessage   `json:"system"`
-		Messages []struct {
-			Role    string          `json:"role"`
-			Content json.RawMessage `json:"content"`
-		} `json:"messages"`
+		Messages []json.RawMessage `json:"messages"`
 	}
 	if json.Unmarshal(body, &in) != nil {
 		return nil, false
 	}
 	var out []cacheBlock
-	add := func(kind string, raw json.RawMessage) bool {
+	add := func(kind string, raw json.RawMessage, wrapper int) bool {
+		first := len(out)
 		var s string
 		if json.Unmarshal(raw, &s) == nil {
 			out = append(out, cacheBlock{canon: []byte(kind + "\x00" + string(raw)), bytes: len(raw)})
-			return true
-		}
-		var parts []json.RawMessage
-		if json.Unmarshal(raw, &parts) != nil {
-			return false
-		}
-		for _, p := range parts {
-			b, ok := canonical(kind, p)
-			if !ok {
+		} else {
+			var parts []json.RawMessage
+			if json.Unmarshal(raw, &parts) != nil || len(parts) == 0 {
 				return false
 			}
-			out = append(out, b)
+			for _, p := range parts {
+				b, ok := canonical(kind, p)
+				if !ok {
+					return false
+				}
+				out = append(out, b)
+			}
 		}
+		out[first].bytes += max(wrapper-len(raw), 0)
 		return true
 	}
 	for _, t := range in.Tools {
@@ -199,11 +200,15 @@ func anthropicBlocks(body []byte) ([]cacheBlock, bool) {
 		}
 		out = append(out, b)
 	}
-	if len(in.System) > 0 && !add("system", in.System) {
+	if len(in.System) > 0 && !add("system", in.System, 0) {
 		return nil, false
 	}
-	for _, m := range in.Messages {
-		if !add(m.Role, m.Content) {
+	for _, raw := range in.Messages {
+		var m struct {
+			Role    string          `json:"role"`
+			Content json.RawMessage `json:"content"`
+		}
+		if json.Unmarshal(raw, &m) != nil || !add(m.Role, m.Content, len(raw)) {
 			return nil, false
 		}
 	}
