@@ -43,7 +43,7 @@ func DescribeMachine() Machine {
 		}
 	}
 	if mi, err := meminfo(); err == nil {
-		m.MemTotalMiB = mi["MemTotal"] >> 10
+		m.MemTotalMiB = mi["MemTotal"] >> 20
 	}
 	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
 		m.Kernel = strings.TrimSpace(string(b))

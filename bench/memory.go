@@ -24,6 +24,10 @@ type Memory struct {
 	Anon  int64 `json:"anon"`
 	Shmem int64 `json:"shmem"`
 	Cache int64 `json:"cache"` // droppable file pages
+	// Shim is the proportional set size of the engine's per-container
+	// process outside the cgroup (containerd-shim for Docker, conmon for
+	// Podman): part of what each sandbox costs the host.
+	Shim int64 `json:"shim"`
 	// EngineStats is what the engine's stats API gives after the usual
 	// subtraction of its cache fields; Podman's compat API has no such
 	// fields, so there it is the raw usage, page cache included.
@@ -44,6 +48,7 @@ func (e *engine) memory(ctx context.Context, id string) (Memory, error) {
 	if err != nil {
 		return Memory{}, err
 	}
+	m.Shim = shimPss(in.Container.State.Pid)
 	if m.EngineStats, err = e.statsMemory(ctx, id); err != nil {
 		return Memory{}, err
 	}
@@ -94,6 +99,39 @@ func cgroupMemory(pid int) (Memory, error) {
 		return memoryV2(usage, st), nil
 	}
 	return Memory{}, fmt.Errorf("pid %d has no memory cgroup in /proc/%d/cgroup", pid, pid)
+}
+
+// shimPss is the PSS of pid's parent when that is the engine's shim
+// (containerd-shim, conmon), 0 otherwise.
+func shimPss(pid int) int64 {
+	st, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	ppid := 0
+	for line := range strings.SplitSeq(string(st), "\n") {
+		if v, ok := strings.CutPrefix(line, "PPid:"); ok {
+			ppid, _ = strconv.Atoi(strings.TrimSpace(v))
+		}
+	}
+	comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", ppid))
+	if err != nil || !(strings.Contains(string(comm), "shim") || strings.Contains(string(comm), "conmon")) {
+		return 0
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps_rollup", ppid))
+	if err != nil {
+		return 0
+	}
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "Pss:"); ok {
+			f := strings.Fields(v)
+			if len(f) > 0 {
+				kb, _ := strconv.ParseInt(f[0], 10, 64)
+				return kb << 10
+			}
+		}
+	}
+	return 0
 }
 
 // memoryV1: "cache" counts every page-cache page, tmpfs included; only the

@@ -1,9 +1,13 @@
 package bench
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/drydockhq/drydock"
@@ -65,6 +69,7 @@ func (s *Suite) scheduleMode(ctx context.Context, e *engine, mode string, profil
 	cli := client.New(srv.URL, "")
 	for _, p := range profiles {
 		var post, ready, seen []time.Duration
+		starts := map[string]float64{}
 		for i := range s.opts.N {
 			if mode == "warm" {
 				if err := e.waitPool(ctx, nodeID, p, poolSize); err != nil {
@@ -72,17 +77,29 @@ func (s *Suite) scheduleMode(ctx context.Context, e *engine, mode string, profil
 				}
 			}
 			s.report.Logf("schedule %s %s %s %d/%d", e.Name, mode, p, i+1, s.opts.N)
+			before, err := sandboxStarts(ctx, srv.URL, p)
+			if err != nil {
+				return err
+			}
 			jctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 			a, b, c, err := firstToolCall(jctx, cli, p)
 			cancel()
 			if err != nil {
 				return fmt.Errorf("%s %s job on %s: %w (server log: %s)", mode, p, e.Name, err, srv.logTail())
 			}
+			after, err := sandboxStarts(ctx, srv.URL, p)
+			if err != nil {
+				return err
+			}
+			for k, v := range after {
+				starts[k] += v - before[k]
+			}
 			post, ready, seen = append(post, a), append(ready, b), append(seen, c)
 		}
 		s.report.Add(
 			Result{Name: "schedule.first_tool_call", Engine: e.Name, Profile: string(p), Mode: mode, Unit: "ms", Dist: dist(ready),
-				Note: "POST /schedule sent → the job's first tool_call event (stamped by the server when the agent issues the call on a ready sandbox)"},
+				Extra: map[string]float64{"warm_starts": starts["warm"], "cold_starts": starts["cold"]},
+				Note:  "POST /schedule sent → the job's first tool_call event (stamped by the server when the agent issues the call on a ready sandbox)"},
 			Result{Name: "schedule.first_tool_call_seen", Engine: e.Name, Profile: string(p), Mode: mode, Unit: "ms", Dist: dist(seen),
 				Note: "POST /schedule sent → that event received by the client over SSE"},
 			Result{Name: "schedule.post", Engine: e.Name, Profile: string(p), Mode: mode, Unit: "ms", Dist: dist(post), Note: "POST /schedule answered (job durably stored)"},
@@ -126,6 +143,34 @@ func firstToolCall(ctx context.Context, cli *client.Client, p drydock.Profile) (
 	return post, ready, seen, nil
 }
 
+// sandboxStarts reads the server's count of sandboxes given to jobs of
+// profile, by start (warm, cold), from its metrics.
+func sandboxStarts(ctx context.Context, url string, p drydock.Profile) (map[string]float64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url+"/metrics", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("server metrics: %w", err)
+	}
+	defer resp.Body.Close()
+	out := map[string]float64{}
+	sc := bufio.NewScanner(resp.Body)
+	prefix := fmt.Sprintf(`drydock_sandbox_starts_total{profile="%s",start="`, p)
+	for sc.Scan() {
+		rest, ok := strings.CutPrefix(sc.Text(), prefix)
+		if !ok {
+			continue
+		}
+		kind, val, ok := strings.Cut(rest, `"} `)
+		if v, err := strconv.ParseFloat(val, 64); ok && err == nil {
+			out[kind] = v
+		}
+	}
+	return out, sc.Err()
+}
+
 // removeServerSandboxes destroys every sandbox the server nodeID made.
 func (e *engine) removeServerSandboxes(ctx context.Context, nodeID string) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
@@ -152,7 +197,7 @@ func (e *engine) waitPool(ctx context.Context, nodeID string, p drydock.Profile,
 		if err != nil {
 			return err
 		}
-		ready := 0
+		ready, why := 0, ""
 		for _, sb := range list {
 			if sb.Profile != p || sb.State != drydock.SandboxRunning {
 				continue
@@ -164,14 +209,19 @@ func (e *engine) waitPool(ctx context.Context, nodeID string, p drydock.Profile,
 			tc.Close()
 			if err == nil {
 				ready++
+			} else {
+				why = fmt.Sprintf("; %s: %v", sb.ID, err)
 			}
 		}
 		if ready >= n {
+			// The pool notes a sandbox as warm only after its own readiness
+			// poll: give it that moment, or the job may start cold.
+			time.Sleep(time.Second)
 			return nil
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("%d of %d %s pool sandboxes ready: %w", ready, n, p, ctx.Err())
+			return fmt.Errorf("%d of %d %s pool sandboxes ready%s: %w", ready, n, p, why, ctx.Err())
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
