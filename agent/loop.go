@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/drydockhq/drydock"
 	"github.com/drydockhq/drydock/agent/transcript"
@@ -134,6 +135,11 @@ func (r *run) step(ctx context.Context) error {
 		return nil
 	}
 
+	if allFailed(obs) {
+		if err := r.toolboxGone(ctx); err != nil {
+			return r.fail(ctx, err)
+		}
+	}
 	v := r.stuck.observe(turn, obs)
 	if v.fail != "" {
 		return r.fail(ctx, drydock.Errorf(drydock.EINVALID, "%s", v.fail))
@@ -154,4 +160,39 @@ func (r *run) step(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// toolboxGrace is how long a toolbox that failed every call of a step may
+// take to answer a health check before the run ends.
+const toolboxGrace = 10 * time.Second
+
+// allFailed reports whether a step made calls and every one failed.
+func allFailed(obs []transcript.Observation) bool {
+	for _, o := range obs {
+		if !o.IsError {
+			return false
+		}
+	}
+	return len(obs) > 0
+}
+
+// toolboxGone checks, after a step whose every call failed, that the
+// sandbox's toolbox still answers. When toolboxd died or the sandbox was
+// stopped, asking the model again would only feed it the same connection
+// error, step after step and request after paid request, until the stuck
+// detector gave up with a message that hides the cause.
+func (r *run) toolboxGone(ctx context.Context) *drydock.Error {
+	hctx, cancel := context.WithTimeout(ctx, toolboxGrace)
+	defer cancel()
+	for {
+		err := r.box.Health(hctx)
+		if err == nil || ctx.Err() != nil {
+			return nil
+		}
+		select {
+		case <-hctx.Done():
+			return drydock.Errorf(drydock.EUNAVAILABLE, "the sandbox's toolbox stopped answering (toolboxd exited or the sandbox was stopped): %s", drydock.ErrorMessage(err))
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
 }
