@@ -22,6 +22,7 @@ type clientCLI struct {
 	Logs     LogsCmd     `cmd:""`
 	Download DownloadCmd `cmd:""`
 	Cancel   CancelCmd   `cmd:""`
+	Egress   EgressCmd   `cmd:""`
 	Jobs     JobsCmd     `cmd:""`
 }
 

@@ -23,6 +23,7 @@ type cli struct {
 	Logs     LogsCmd     `cmd:"" help:"Show a job's events."`
 	Download DownloadCmd `cmd:"" help:"Download a job's workspace archive."`
 	Cancel   CancelCmd   `cmd:"" help:"Cancel a job."`
+	Egress   EgressCmd   `cmd:"" help:"Show or change what a job's sandbox may reach on the network."`
 	Jobs     JobsCmd     `cmd:"" help:"List jobs."`
 	Token    TokenCmd    `cmd:"" help:"Manage API tokens (works on the server's data directory)."`
 	Image    ImageCmd    `cmd:"" help:"Build sandbox images."`

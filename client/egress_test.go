@@ -1,0 +1,32 @@
+package client_test
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/drydockhq/drydock"
+)
+
+func TestSetEgress(t *testing.T) {
+	t.Parallel()
+	srv, c := setup(t)
+	j := srv.AddJob(drydock.JobSpec{Task: "t"}, time.Now())
+	got, err := c.SetEgress(t.Context(), j.ID, []string{"pypi.org:443", "*.npmjs.org"})
+	if err != nil || !slices.Equal(got.Egress, []string{"pypi.org:443", "*.npmjs.org"}) {
+		t.Fatalf("SetEgress: %+v %v", got, err)
+	}
+	if got, err = c.SetEgress(t.Context(), j.ID, nil); err != nil || len(got.Egress) != 0 {
+		t.Fatalf("SetEgress(nil) must deny everything: %+v %v", got, err)
+	}
+	if _, err := c.SetEgress(t.Context(), j.ID, []string{"a b"}); drydock.ErrorCode(err) != drydock.EINVALID {
+		t.Errorf("bad rule: %v", err)
+	}
+	if _, err := c.SetEgress(t.Context(), "../x", nil); err == nil {
+		t.Error("a bad id was sent")
+	}
+	srv.SetStatus(j.ID, drydock.StatusComplete, "")
+	if _, err := c.SetEgress(t.Context(), j.ID, nil); drydock.ErrorCode(err) != drydock.ECONFLICT {
+		t.Errorf("finished job: %v", err)
+	}
+}
