@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/drydockhq/drydock/oomscore"
 )
 
 // Supervision tuning. A component that stays up longer than stableAfter is
@@ -84,6 +86,9 @@ func (c *component) once(ctx context.Context) error {
 	if err := cmd.Start(); err != nil {
 		return err
 	}
+	// A component the OOM killer takes is restarted; the daemon that
+	// supervises it must not be the one taken.
+	_ = oomscore.Raise(cmd.Process.Pid)
 	c.mu.Lock()
 	c.proc = cmd
 	c.mu.Unlock()

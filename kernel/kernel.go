@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/drydockhq/drydock"
+	"github.com/drydockhq/drydock/oomscore"
 )
 
 //go:embed helper.py
@@ -294,6 +295,9 @@ func startProc(cmd *exec.Cmd) (*proc, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
+	// Agent code runs in these processes: they, not the daemon, go first
+	// when memory runs out.
+	_ = oomscore.Raise(cmd.Process.Pid)
 	p := &proc{cmd: cmd, exited: make(chan struct{})}
 	go func() { p.err = cmd.Wait(); close(p.exited) }()
 	return p, nil

@@ -116,6 +116,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		return err
 	}
 	logger := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level})).With("component", "toolboxd")
+	// In the background: it takes a tenth of a second that the sandbox's
+	// start should not wait for.
+	go func() {
+		spare := spareThreads()
+		logger.Debug("threads reserved", "spare", spare, "threads", reserveThreads(spare), "pids_limit", pidsLimit())
+	}()
 
 	ln, cleanup, err := listenOn(*listen)
 	if err != nil {

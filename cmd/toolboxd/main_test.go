@@ -237,3 +237,20 @@ func TestStaticBuild(t *testing.T) {
 		t.Errorf("-version: %s %v", v, err)
 	}
 }
+
+// The reserve must leave the threads in the process: the runtime keeps idle
+// threads, which is what lets toolboxd live through a fork bomb.
+func TestReserveThreadsKeepsThem(t *testing.T) {
+	before := threadCount()
+	if before == 0 {
+		t.Skip("no /proc/self/status here")
+	}
+	got := reserveThreads(12)
+	if got < before+12 {
+		t.Fatalf("%d threads after reserving %d more than the %d there were", got, 12, before)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if now := threadCount(); now < got {
+		t.Fatalf("threads fell from %d to %d: the runtime gave them back", got, now)
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/drydockhq/drydock"
+	"github.com/drydockhq/drydock/oomscore"
 	"github.com/drydockhq/drydock/toolbox"
 )
 
@@ -69,18 +70,15 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request, req toolbox.ExecRe
 	cmd.Stdout, cmd.Stderr = outW, errW
 	start := time.Now()
 	err = cmd.Start()
+	if err == nil {
+		_ = oomscore.Raise(cmd.Process.Pid) // see session.go
+	}
 	outW.Close()
 	errW.Close()
 	if err != nil {
 		outR.Close()
 		errR.Close()
-		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
-			return drydock.Errorf(drydock.EINVALID, "cannot run %q: executable not found", cmd.Args[0])
-		}
-		if errors.Is(err, os.ErrPermission) {
-			return drydock.Errorf(drydock.EINVALID, "cannot run %q: permission denied", cmd.Args[0])
-		}
-		return err
+		return startError(cmd.Args[0], err)
 	}
 	pgid := cmd.Process.Pid
 
@@ -169,4 +167,22 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request, req toolbox.ExecRe
 			syscall.Kill(-pgid, syscall.SIGKILL)
 		}
 	}
+}
+
+// startError says why a process could not start, and whose fault it is: a
+// missing or forbidden program is the caller's; a full process table or
+// memory is the sandbox's state (a fork bomb, say), which clears once
+// processes end, so it is EUNAVAILABLE and never an internal error.
+func startError(name string, err error) error {
+	switch {
+	case errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist):
+		return drydock.Errorf(drydock.EINVALID, "cannot run %q: executable not found", name)
+	case errors.Is(err, os.ErrPermission):
+		return drydock.Errorf(drydock.EINVALID, "cannot run %q: permission denied", name)
+	case errors.Is(err, syscall.EAGAIN):
+		return drydock.Errorf(drydock.EUNAVAILABLE, "cannot start %q: the sandbox's process limit is reached; end some processes (kill or wait) and retry", name)
+	case errors.Is(err, syscall.ENOMEM):
+		return drydock.Errorf(drydock.EUNAVAILABLE, "cannot start %q: the sandbox is out of memory", name)
+	}
+	return drydock.Errorf(drydock.EUNAVAILABLE, "cannot start %q: %s", name, errText(err))
 }

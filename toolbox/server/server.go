@@ -119,6 +119,9 @@ type Server struct {
 	stateDir  string
 	ownsState bool
 
+	// fileOps bounds the file calls served at once (see limitFiles).
+	fileOps chan struct{}
+
 	closeOnce sync.Once
 	closed    chan struct{}
 }
@@ -131,12 +134,13 @@ func New(cfg Config, logger *slog.Logger) *Server {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	s := &Server{
-		cfg:    cfg,
-		log:    logger,
-		mux:    http.NewServeMux(),
-		idem:   newIdempotency(cfg.IdempotencyEntries, cfg.IdempotencyBytes, cfg.IdempotencyMaxBody),
-		ws:     newWorkspace(cfg.Workspace),
-		closed: make(chan struct{}),
+		fileOps: make(chan struct{}, maxFileOps),
+		cfg:     cfg,
+		log:     logger,
+		mux:     http.NewServeMux(),
+		idem:    newIdempotency(cfg.IdempotencyEntries, cfg.IdempotencyBytes, cfg.IdempotencyMaxBody),
+		ws:      newWorkspace(cfg.Workspace),
+		closed:  make(chan struct{}),
 	}
 	s.tokenH = hashToken(cfg.Token)
 	s.stateDir = cfg.StateDir
@@ -185,15 +189,15 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /v1/info", s.handleInfo)
 	s.mux.HandleFunc("POST /v1/claim", s.handleClaim)
 
-	s.mux.HandleFunc("GET /v1/files", s.handleRead)
-	s.mux.HandleFunc("PUT /v1/files", s.handleWrite)
-	s.mux.HandleFunc("DELETE /v1/files", s.handleDelete)
-	s.mux.HandleFunc("GET /v1/files/stat", s.handleStat)
-	s.mux.HandleFunc("GET /v1/files/list", s.handleList)
-	s.mux.HandleFunc("POST /v1/files/move", s.handleMove)
-	s.mux.HandleFunc("POST /v1/files/mkdir", s.handleMkdir)
-	s.mux.HandleFunc("PUT /v1/files/tar", s.handleUploadTar)
-	s.mux.HandleFunc("GET /v1/files/tar", s.handleDownloadTar)
+	s.mux.HandleFunc("GET /v1/files", s.limitFiles(s.handleRead))
+	s.mux.HandleFunc("PUT /v1/files", s.limitFiles(s.handleWrite))
+	s.mux.HandleFunc("DELETE /v1/files", s.limitFiles(s.handleDelete))
+	s.mux.HandleFunc("GET /v1/files/stat", s.limitFiles(s.handleStat))
+	s.mux.HandleFunc("GET /v1/files/list", s.limitFiles(s.handleList))
+	s.mux.HandleFunc("POST /v1/files/move", s.limitFiles(s.handleMove))
+	s.mux.HandleFunc("POST /v1/files/mkdir", s.limitFiles(s.handleMkdir))
+	s.mux.HandleFunc("PUT /v1/files/tar", s.limitFiles(s.handleUploadTar))
+	s.mux.HandleFunc("GET /v1/files/tar", s.limitFiles(s.handleDownloadTar))
 
 	s.mux.HandleFunc("POST /v1/sessions", s.handleCreateSession)
 	s.mux.HandleFunc("GET /v1/sessions", s.handleListSessions)
@@ -261,4 +265,24 @@ func workspacePaths(dir string) []string {
 		out = append(out, real)
 	}
 	return out
+}
+
+// maxFileOps is how many file calls run at once; more wait their turn.
+const maxFileOps = 8
+
+// limitFiles bounds concurrent file calls. File system calls block an OS
+// thread each, and when the agent's processes hold every pid of the sandbox
+// (a fork bomb) the Go runtime cannot start another thread and toolboxd
+// dies. With this bound the threads file calls need stay within the reserve
+// that toolboxd starts at launch (cmd/toolboxd, reserveThreads).
+func (s *Server) limitFiles(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case s.fileOps <- struct{}{}:
+		case <-r.Context().Done():
+			return
+		}
+		defer func() { <-s.fileOps }()
+		h(w, r)
+	}
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/drydockhq/drydock"
+	"github.com/drydockhq/drydock/oomscore"
 	"github.com/drydockhq/drydock/toolbox"
 )
 
@@ -108,12 +109,16 @@ func (s *session) start() (*shell, error) {
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, w, w
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	err = cmd.Start()
+	if err == nil {
+		// The agent's processes, not toolboxd, go first when memory runs out.
+		_ = oomscore.Raise(cmd.Process.Pid)
+	}
 	inR.Close()
 	w.Close()
 	if err != nil {
 		r.Close()
 		inW.Close()
-		return nil, drydock.Errorf(drydock.EUNAVAILABLE, "cannot start the shell %s: %s", s.srv.cfg.Shell, errText(err))
+		return nil, startError(s.srv.cfg.Shell, err)
 	}
 	sh := &shell{
 		cmd:    cmd,

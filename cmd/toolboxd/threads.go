@@ -1,0 +1,95 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+)
+
+// Threads toolboxd keeps in reserve, bounded by the sandbox's pids limit.
+// The minimum covers what toolboxd needs at once with the agent's processes
+// holding every other pid: its concurrent file calls (bounded by the server
+// at 8) and a few process starts and runtime threads.
+const (
+	minSpareThreads = 16
+	maxSpareThreads = 32
+)
+
+// reserveThreads makes the Go runtime start spare OS threads at launch, on
+// top of those it has, and returns how many the process has afterwards.
+//
+// A fork bomb in the sandbox takes every pid the limit allows, and threads
+// count as pids. The Go runtime cannot run without a thread it asks for: if
+// it needs one then, toolboxd dies ("failed to create new OS thread") and the
+// sandbox with it. The runtime never gives a thread back once it is idle, so
+// threads started now stay available to it for the life of the process.
+// Goroutines sitting in a blocking system call make the scheduler start a
+// new thread for the next runnable one; on a busy machine it may take a few
+// rounds to get them all.
+func reserveThreads(spare int) int {
+	target := threadCount() + spare
+	for round := 0; round < 5 && threadCount() < target; round++ {
+		start := make(chan struct{})
+		var wg sync.WaitGroup
+		for range target {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				ts := syscall.NsecToTimespec(100e6)
+				_ = syscall.Nanosleep(&ts, nil)
+			}()
+		}
+		close(start)
+		wg.Wait()
+	}
+	return threadCount()
+}
+
+// spareThreads sizes the reserve: a quarter of the pids limit, within
+// bounds, so that a tight limit still leaves most pids to the agent.
+func spareThreads() int {
+	limit := pidsLimit()
+	if limit <= 0 {
+		return maxSpareThreads
+	}
+	return min(max(limit/4, minSpareThreads), maxSpareThreads)
+}
+
+// pidsLimit reads the pids limit of toolboxd's cgroup (v2, or v1's pids
+// controller); 0 when there is none or it cannot be read.
+func pidsLimit() int {
+	for _, p := range []string{"/sys/fs/cgroup/pids.max", "/sys/fs/cgroup/pids/pids.max"} {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		n, err := strconv.Atoi(string(bytes.TrimSpace(b)))
+		if err != nil { // "max"
+			return 0
+		}
+		return n
+	}
+	return 0
+}
+
+// threadCount is the number of threads of this process.
+func threadCount() int {
+	f, err := os.Open("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "Threads:"); ok {
+			n, _ := strconv.Atoi(strings.TrimSpace(v))
+			return n
+		}
+	}
+	return 0
+}

@@ -1,0 +1,183 @@
+package docker
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/moby/moby/client"
+
+	"github.com/drydockhq/drydock"
+	"github.com/drydockhq/drydock/runtime/runtimetest"
+	"github.com/drydockhq/drydock/toolbox"
+)
+
+// TestForkBombThroughToolboxd runs a fork bomb the way an agent would, as a
+// command toolboxd starts, and keeps the pids limit exhausted for seconds
+// while 16 clients call toolboxd without pause (files, listings, new
+// commands). toolboxd must answer every call (a command it cannot start is
+// an error reply, not a crash), the container must not exit, and once the
+// bomb's processes end everything works again.
+func TestForkBombThroughToolboxd(t *testing.T) {
+	t.Parallel()
+	forRealImage(t, func(t *testing.T, s setup) {
+		rt := s.newRuntime(t)
+		sb := secure(t, s, rt)
+		tc := toolbox.New(sb.Endpoint, sb.Token)
+		defer tc.Close()
+		ctx := t.Context()
+
+		// The bomb: sleeps that hold their pids for 30 s, started until
+		// 400 have run. bash retries a refused fork with a back-off, so
+		// every pid that frees up is taken again, as in a real fork bomb;
+		// toolboxd ends the command's whole group at its 40 s timeout.
+		bomb := make(chan error, 1)
+		var bombOut lockedBuffer
+		go func() {
+			_, err := tc.Exec(ctx, toolbox.ExecRequest{
+				Args:    []string{"bash", "-c", `for i in $(seq 400); do sleep 30 & done 2>/dev/null; wait`},
+				Timeout: drydock.Duration(40 * time.Second),
+			}, &bombOut, &bombOut)
+			bomb <- err
+		}()
+
+		// Wait until the bomb holds the limit: a new process is refused.
+		saturated := time.Now().Add(25 * time.Second)
+		for {
+			_, err := tc.Exec(ctx, toolbox.ExecRequest{Args: []string{"true"}}, io.Discard, io.Discard)
+			if drydock.ErrorCode(err) == drydock.EUNAVAILABLE {
+				t.Logf("the bomb holds the pids limit: %v", err)
+				break
+			}
+			if time.Now().After(saturated) {
+				select {
+				case berr := <-bomb:
+					t.Fatalf("the bomb ended early (%v) without exhausting the pids limit: %q", berr, bombOut.String())
+				default:
+				}
+				t.Fatalf("the bomb did not exhaust the pids limit within 25 s (last start: %v); its output so far: %q", err, bombOut.String())
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+
+		var calls, refused atomic.Int64
+		var mu sync.Mutex
+		var failures []string
+		fail := func(format string, a ...any) {
+			mu.Lock()
+			defer mu.Unlock()
+			if len(failures) < 10 {
+				failures = append(failures, fmt.Sprintf(format, a...))
+			}
+		}
+		stop := time.Now().Add(5 * time.Second)
+		var wg sync.WaitGroup
+		for w := range 16 {
+			wg.Go(func() {
+				name := fmt.Sprintf("w%d.txt", w)
+				for i := 0; time.Now().Before(stop); i++ {
+					cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+					var err error
+					switch i % 4 {
+					case 0:
+						err = tc.WriteFile(cctx, name, []byte("still here"))
+					case 1:
+						_, err = tc.ReadFile(cctx, name)
+						if drydock.ErrorCode(err) == drydock.ENOTFOUND {
+							err = nil
+						}
+					case 2:
+						_, err = tc.List(cctx, ".")
+					case 3:
+						// Starting a process may be refused while the
+						// bomb holds every pid; the reply must say so.
+						var r *toolbox.ExecResult
+						r, err = tc.Exec(cctx, toolbox.ExecRequest{Args: []string{"true"}}, io.Discard, io.Discard)
+						if drydock.ErrorCode(err) == drydock.EUNAVAILABLE {
+							refused.Add(1)
+							err = nil
+						} else if err == nil && r.ExitCode != 0 {
+							refused.Add(1)
+						}
+					}
+					cancel()
+					calls.Add(1)
+					if err != nil {
+						fail("call %d of worker %d: %v", i, w, err)
+					}
+				}
+			})
+		}
+		wg.Wait()
+		t.Logf("%d calls to toolboxd during the bomb; %d process starts refused", calls.Load(), refused.Load())
+		if refused.Load() == 0 {
+			t.Error("no process start was refused during the bomb: the test did not exhaust the pids limit")
+		}
+		for _, f := range failures {
+			t.Error(f)
+		}
+
+		inspect, err := rt.Client().ContainerInspect(ctx, sb.ID, client.ContainerInspectOptions{})
+		if err != nil {
+			t.Fatalf("inspect after the bomb: %v", err)
+		}
+		if st := inspect.Container.State; st == nil || !st.Running {
+			logs, _ := rt.Client().ContainerLogs(context.WithoutCancel(ctx), sb.ID, client.ContainerLogsOptions{ShowStdout: true, ShowStderr: true, Tail: "40"})
+			var tail []byte
+			if logs != nil {
+				tail, _ = io.ReadAll(logs)
+				logs.Close()
+			}
+			t.Fatalf("the sandbox stopped during the bomb: %+v\nlast log lines:\n%s", st, tail)
+		}
+		select {
+		case err := <-bomb:
+			if err != nil {
+				t.Logf("bomb command: %v", err)
+			}
+		case <-time.After(60 * time.Second):
+			t.Fatal("the bomb command did not end")
+		}
+		if err := runtimetest.Probe(ctx, sb); err != nil {
+			t.Fatalf("toolboxd does not answer after the bomb: %v", err)
+		}
+		r, err := tc.Exec(ctx, toolbox.ExecRequest{Args: []string{"sh", "-c", "echo ok"}}, io.Discard, io.Discard)
+		if err != nil || r.ExitCode != 0 {
+			t.Fatalf("a command after the bomb: %+v %v", r, err)
+		}
+	})
+}
+
+// forRealImage runs f on each engine with the real image carrying this
+// tree's toolboxd: its shell and tools are what an agent's commands use.
+func forRealImage(t *testing.T, f func(t *testing.T, s setup)) {
+	for _, e := range engines {
+		t.Run(e.name, func(t *testing.T) {
+			t.Parallel()
+			host := requireEngine(t, e.env)
+			f(t, setup{host: host, image: runtimetest.CurrentImage(t, host)})
+		})
+	}
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  []byte
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.b = append(l.b, p...)
+	return len(p), nil
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return string(l.b)
+}
