@@ -8,6 +8,10 @@
 //     reads through secretKeyRef and a restarted orchestrator reads back;
 //   - a NetworkPolicy that lets only the orchestrator's pods reach toolboxd's
 //     port and denies all egress unless the spec allows destinations;
+//     UpdateEgress rewrites its egress rules when a job's list changes. A
+//     NetworkPolicy matches addresses, not names: a host name rule opens
+//     its port to every public address (the egress proxy that filters by
+//     name on Docker and Podman is not deployed in clusters yet);
 //   - the Pod: uid/gid 1000, runAsNonRoot, no privilege escalation, all
 //     capabilities dropped, read-only root, the runtime's default seccomp
 //     profile, no service account token, no service links, CPU, memory and
