@@ -181,3 +181,53 @@ func (l *lockedBuffer) String() string {
 	defer l.mu.Unlock()
 	return string(l.b)
 }
+
+// TestMemoryBombThroughToolboxd fills the workspace (tmpfs pages count
+// against the memory limit) and then runs a program that allocates far past
+// the sandbox's 128 MiB, both as commands toolboxd starts. The OOM killer
+// must take the agent's process, never toolboxd: the processes toolboxd
+// starts carry the highest OOM score.
+func TestMemoryBombThroughToolboxd(t *testing.T) {
+	t.Parallel()
+	forRealImage(t, func(t *testing.T, s setup) {
+		rt := s.newRuntime(t)
+		sb := secure(t, s, rt)
+		tc := toolbox.New(sb.Endpoint, sb.Token)
+		defer tc.Close()
+		ctx := t.Context()
+		run := func(script string) (*toolbox.ExecResult, string) {
+			var out lockedBuffer
+			r, err := tc.Exec(ctx, toolbox.ExecRequest{Args: []string{"bash", "-c", script}, Timeout: drydock.Duration(60 * time.Second)}, &out, &out)
+			if err != nil {
+				t.Fatalf("%s: %v (output %q)", script, err, out.String())
+			}
+			return r, out.String()
+		}
+
+		if _, out := run("cat /proc/self/oom_score_adj"); out != "1000\n" {
+			t.Errorf("a command's OOM score is %q; want 1000", out)
+		}
+		run("head -c 15M /dev/zero > /workspace/fill || true")
+		for i := range 3 {
+			r, out := run(`python3 -c 'b = []
+while True: b.append(bytearray(8 << 20))'`)
+			if r.ExitCode == 0 {
+				t.Fatalf("bomb %d: a growing allocation ended without error under a 128 MiB limit: %q", i, out)
+			}
+			t.Logf("bomb %d: exit %d", i, r.ExitCode)
+			if err := runtimetest.Probe(ctx, sb); err != nil {
+				t.Fatalf("toolboxd does not answer after memory bomb %d: %v", i, err)
+			}
+		}
+		inspect, err := rt.Client().ContainerInspect(ctx, sb.ID, client.ContainerInspectOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st := inspect.Container.State; st == nil || !st.Running {
+			t.Fatalf("the sandbox stopped: %+v", st)
+		}
+		if _, out := run("rm /workspace/fill && echo ok"); out != "ok\n" {
+			t.Fatalf("a command after the bombs: %q", out)
+		}
+	})
+}
