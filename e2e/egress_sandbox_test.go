@@ -73,7 +73,7 @@ func TestEgressFollowsTheJobsList(t *testing.T) {
 			a := loopbackServer(t, "127.0.0.2:0", "a")
 			b := loopbackServer(t, "127.0.0.2:0", "b")
 
-			node := "e2e-egress-" + e.name
+			node := fmt.Sprintf("e2e-egress-%s-%d", e.name, os.Getpid())
 			s := newServer(t, "--node-id", node, "--egress-private", "127.0.0.2/32")
 			t.Cleanup(func() { destroyByServer(t, host, node) })
 			for i, arg := range s.args {
@@ -98,7 +98,7 @@ func TestEgressFollowsTheJobsList(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if len(sbs) == 1 {
+				if len(sbs) == 1 && sbs[0].State == drydock.SandboxRunning { // not merely created
 					sb = sbs[0].ID
 				} else if j := s.status(id); j.Status.Terminal() || time.Now().After(deadline) {
 					t.Fatalf("job %s: %s %q\n%s", id, j.Status, j.Error, s.logs)
