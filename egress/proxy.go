@@ -531,9 +531,15 @@ func (s *session) pipe(a, b net.Conn) {
 	lastActive := time.Now()
 	quiet := func() time.Duration { mu.Lock(); defer mu.Unlock(); return time.Since(lastActive) }
 	copyHalf := func(dst, src net.Conn, done chan<- bool) {
-		buf := make([]byte, 32<<10)
+		buf := make([]byte, 64<<10)
+		var deadlineSet time.Time
 		for {
-			src.SetReadDeadline(time.Now().Add(idle))
+			// Moving the deadline on every read costs more than the
+			// copy; a second of slack on a minutes-long timeout does not.
+			if now := time.Now(); now.Sub(deadlineSet) > min(time.Second, idle/2) {
+				src.SetReadDeadline(now.Add(idle))
+				deadlineSet = now
+			}
 			n, err := src.Read(buf)
 			if n > 0 {
 				mu.Lock()

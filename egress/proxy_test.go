@@ -57,7 +57,7 @@ type fixture struct {
 
 // setup serves one job's egress on a TCP port of this host. loopback is
 // opened to sandboxes unless private is given.
-func setup(t *testing.T, cfg Config, allow ...string) *fixture {
+func setup(t testing.TB, cfg Config, allow ...string) *fixture {
 	t.Helper()
 	f := &fixture{rules: &rulesFor{list: allow}, denied: make(chan Denial, 16)}
 	cfg.Rules = f.rules.Rules
@@ -88,7 +88,7 @@ func (f *fixture) client(tlsCfg *tls.Config) *http.Client {
 	}
 }
 
-func hostPort(t *testing.T, rawURL string) string {
+func hostPort(t testing.TB, rawURL string) string {
 	t.Helper()
 	u, err := url.Parse(rawURL)
 	if err != nil {
@@ -447,7 +447,7 @@ func TestPublicAddresses(t *testing.T) {
 }
 
 // echoServer echoes every connection; it returns its host:port.
-func echoServer(t *testing.T) string {
+func echoServer(t testing.TB) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -466,7 +466,7 @@ func echoServer(t *testing.T) string {
 	return ln.Addr().String()
 }
 
-func openTunnel(t *testing.T, proxy, dest string) net.Conn {
+func openTunnel(t testing.TB, proxy, dest string) net.Conn {
 	t.Helper()
 	c := openTunnelOrNil(t, proxy, dest)
 	if c == nil {
@@ -475,7 +475,7 @@ func openTunnel(t *testing.T, proxy, dest string) net.Conn {
 	return c
 }
 
-func openTunnelOrNil(t *testing.T, proxy, dest string) net.Conn {
+func openTunnelOrNil(t testing.TB, proxy, dest string) net.Conn {
 	t.Helper()
 	c, err := net.DialTimeout("tcp", proxy, 5*time.Second)
 	if err != nil {
