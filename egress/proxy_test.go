@@ -513,3 +513,24 @@ func roundTrip(t *testing.T, c net.Conn, msg string) {
 		t.Fatalf("echo through the tunnel: %q %v", b, err)
 	}
 }
+
+func TestIdleTunnelsAreClosed(t *testing.T) {
+	t.Parallel()
+	echo := echoServer(t)
+	f := setup(t, Config{IdleTimeout: 300 * time.Millisecond}, echo)
+	tunnel := openTunnel(t, f.url.Host, echo)
+	// Busy for longer than the idle timeout: kept.
+	for range 4 {
+		roundTrip(t, tunnel, "x")
+		time.Sleep(100 * time.Millisecond)
+	}
+	// Then quiet: closed.
+	tunnel.SetReadDeadline(time.Now().Add(5 * time.Second))
+	start := time.Now()
+	if _, err := tunnel.Read(make([]byte, 1)); err == nil || isTimeout(err) {
+		t.Fatalf("idle tunnel not closed: %v", err)
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("closed after %s of quiet, want about 300ms", d)
+	}
+}
