@@ -151,6 +151,7 @@ func BenchmarkRecall1000Steps(b *testing.B) {
 	}
 	slices.Sort(lat)
 	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "ms/recall-p50")
+	b.ReportMetric(float64(lat[len(lat)*95/100].Microseconds())/1000, "ms/recall-p95")
 	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "ms/recall-p99")
 	b.ReportMetric(float64(build.Microseconds())/1000, "ms/index-build")
 }
