@@ -120,7 +120,9 @@ func (r *run) step(ctx context.Context) error {
 		}
 		obs = append(obs, o)
 		if res.Finish && r.outcome == nil {
-			r.outcome = &drydock.AgentOutcome{Summary: res.Summary}
+			// The summary becomes the job's summary and a summary event
+			// outside the masked log: mask it here.
+			r.outcome = &drydock.AgentOutcome{Summary: r.mask.String(res.Summary)}
 		}
 	}
 	r.history.Read(r.events)

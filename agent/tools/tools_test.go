@@ -28,7 +28,7 @@ type bundle struct {
 	env tools.Env
 }
 
-func setup(t *testing.T, mod ...func(*tools.Env)) *bundle {
+func setup(t testing.TB, mod ...func(*tools.Env)) *bundle {
 	t.Helper()
 	rt, err := local.New(local.Options{Root: t.TempDir(), ServerID: "tools-test"})
 	if err != nil {
