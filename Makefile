@@ -6,7 +6,7 @@ GO ?= $(shell command -v go || echo /usr/local/go/bin/go)
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 
-.PHONY: all build run test test-short bench lint image clean
+.PHONY: all build run test test-short bench fuzz lint image clean
 
 all: build
 
@@ -36,6 +36,12 @@ test:
 # Unit tests only: no daemons, no images (what `go test ./...` does anyway).
 test-short:
 	$(GO) test ./...
+
+# Every fuzz target for FUZZTIME each (make test runs them for 10s each);
+# FUZZ=<regexp> picks targets, e.g. make fuzz FUZZ=Path FUZZTIME=10m.
+FUZZTIME ?= 1m
+fuzz:
+	FUZZTIME=$(FUZZTIME) FUZZ='$(FUZZ)' GO=$(GO) ./scripts/fuzz.sh
 
 bench: build
 	./scripts/bench.sh

@@ -62,10 +62,6 @@ go test -count=1 -run '^$' ./... >/dev/null
 go test -p 1 -count=1 -timeout 25m ./...
 
 log "fuzz targets, bounded"
-for target in $(grep -rl --include='*_test.go' '^func Fuzz' . | xargs -r dirname | sort -u); do
-	for f in $(grep -ho '^func Fuzz[A-Za-z0-9_]*' "$target"/*_test.go | sed 's/^func //'); do
-		go test -run='^$' -fuzz="^$f\$" -fuzztime=10s "$target" >/dev/null
-	done
-done
+FUZZTIME=10s scripts/fuzz.sh
 
 log "all tests passed in $(( $(date +%s) - START ))s"
