@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"regexp"
 	"slices"
@@ -242,11 +243,21 @@ func measure(t *testing.T, b *bundle, reqs []*llmtest.Request, m *longRun) figur
 		prev = r
 	}
 	f.hitRatio = float64(hit) / float64(total)
-	var read, write, all int64
+	// The cache figures are the steps' usage as the agent recorded it, so
+	// the provider's parsing of the server's usage fields is in the path;
+	// they must add up to what the server sent.
+	var read, write, all, served int64
 	for _, r := range reqs {
 		if len(r.Tools) > 0 {
-			read, write, all = read+r.Answer.Usage.CacheReadTokens, write+r.Answer.Usage.CacheWriteTokens, all+promptTokens(r)
+			served += r.Answer.Usage.CacheReadTokens
 		}
+	}
+	for _, u := range usages(t, b) {
+		n := func(k string) int64 { v, _ := u[k].(float64); return int64(v) }
+		read, write, all = read+n("cache_read_tokens"), write+n("cache_write_tokens"), all+n("input_tokens")+n("cache_read_tokens")+n("cache_write_tokens")
+	}
+	if read != served {
+		t.Errorf("the agent recorded %d cache reads; the server reported %d", read, served)
 	}
 	f.cacheRead, f.cacheWrite = float64(read)/float64(all), float64(write)/float64(all)
 	sorted := append([]int(nil), sizes...)
@@ -281,9 +292,17 @@ func measure(t *testing.T, b *bundle, reqs []*llmtest.Request, m *longRun) figur
 		for step := 1; step <= m.steps; step++ {
 			sent += promptTokens(m.byStep[step])
 		}
+		// Each tenth of the run: the smallest and largest budgeted prompt
+		// (the prompt cycles between condensations, so one sample per tenth
+		// can land on the same phase every time) and the naive one at its
+		// end.
 		for k := 1; k <= 10; k++ {
+			lo, hi := int64(math.MaxInt64), int64(0)
+			for step := m.steps*(k-1)/10 + 1; step <= m.steps*k/10; step++ {
+				lo, hi = min(lo, promptTokens(m.byStep[step])), max(hi, promptTokens(m.byStep[step]))
+			}
 			step := m.steps * k / 10
-			rows = append(rows, fmt.Sprintf("| %d | %d | %d |", step, promptTokens(m.byStep[step]), naiveAt(step)))
+			rows = append(rows, fmt.Sprintf("| %d | %d–%d | %d |", step, lo, hi, naiveAt(step)))
 		}
 		// The naive total grows as the sum of a line: sampled every step it
 		// costs a tokenization of the whole history each time, so it is
@@ -314,7 +333,7 @@ func measure(t *testing.T, b *bundle, reqs []*llmtest.Request, m *longRun) figur
 				condCost += u.CostUSD
 			}
 		}
-		t.Logf("%s prompt tokens by step (provider's count):\n| step | budgeted | naive |\n|---|---|---|\n%s\ntotal input sent: %d budgeted vs about %d naive; condensations cost %d input + %d output tokens, $%.2f of the run's $%.2f",
+		t.Logf("%s prompt tokens by step (provider's count):\n| steps up to | budgeted, min–max | naive at the end |\n|---|---|---|\n%s\ntotal input sent: %d budgeted vs about %d naive; condensations cost %d input + %d output tokens, $%.2f of the run's $%.2f",
 			b.api, strings.Join(rows, "\n"), sent, naiveSent, condIn, condOut, condCost, allCost)
 	}
 	return f
