@@ -564,6 +564,14 @@ func startJupyter(ctx context.Context, tb *toolbox.Client, token, base string) e
 // handleJupyter proxies the sandbox's Jupyter server, HTTP and WebSockets,
 // under /jobs/{id}/jupyter/, starting it on first use.
 func (s *Server) handleJupyter(w http.ResponseWriter, r *http.Request, a *liveAccess) {
+	// Encoded dots ("..%2f") pass the mux's cleaning; the sandbox would
+	// get a path that resolves above the job's Jupyter base.
+	for seg := range strings.SplitSeq(r.URL.Path, "/") {
+		if seg == ".." {
+			s.liveError(w, r, drydock.Errorf(drydock.EINVALID, "the path must not contain '..' segments"))
+			return
+		}
+	}
 	sb, err := s.sandboxOf(r.Context(), a.job)
 	if err != nil {
 		s.liveError(w, r, err)
