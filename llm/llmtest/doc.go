@@ -13,6 +13,13 @@
 // out of order, empty text blocks, ...) and records why, so a provider or a
 // prompt builder that breaks the rules fails its tests.
 //
+// Unless a Turn sets its usage, the usage reported is the request's size
+// (body bytes / 4) split the way the provider's prompt cache would split it
+// (cache.go): Anthropic's cache_read_input_tokens and
+// cache_creation_input_tokens at cache_control breakpoints, OpenAI's
+// automatic cached_tokens, so that a client's cache hit ratio can be
+// measured.
+//
 // Production code reaches it through the unchanged SDK clients: point
 // OpenAI's base URL at Server.OpenAIBaseURL() or Anthropic's at
 // Server.AnthropicBaseURL(). Besides tests, it serves demos and the replay
