@@ -106,15 +106,15 @@ func TestLongRunStaysWithinTheBudget(t *testing.T) {
 			host := requireEngine(t, eng.env)
 			image := runtimetest.CurrentImage(t, host)
 			apis(t, func(t *testing.T, api string) {
-				longRun1000(t, host, image, api, budget, steps)
+				runLong(t, host, image, api, budget, steps)
 			})
 		})
 	}
 }
 
-// longRun1000 is one long run in a new sandbox from image on the engine at
+// runLong is one long run in a new sandbox from image on the engine at
 // host, through api's provider.
-func longRun1000(t *testing.T, host, image, api string, budget, steps int) {
+func runLong(t *testing.T, host, image, api string, budget, steps int) {
 	sb := engineSandbox(t, host, image, drydock.ProfileHeadless)
 	m := &longRun{steps: steps, needleStep: 10, recallStep: steps * 9 / 10, byStep: map[int]*llmtest.Request{}}
 	b := newBundle(t, sb, api, llmtest.Options{Func: m.answer}, agent.Config{MaxSteps: steps + 10})
