@@ -18,6 +18,7 @@
 //	GET    /v1/health                      liveness; unauthenticated, reveals nothing
 //	GET    /v1/ready                       readiness per component (503 until files and shell work)
 //	GET    /v1/info                        API version, daemon version, profile, workspace
+//	POST   /v1/claim                       ClaimRequest: hand a fresh sandbox to a job (new token and VNC password; once)
 //	GET    /v1/files?path=&start_line=&end_line=   read a file (raw bytes), whole or a line range
 //	PUT    /v1/files?path=&mode=           write a file (raw body), creating parent directories
 //	DELETE /v1/files?path=&recursive=      delete a file or directory
