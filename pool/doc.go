@@ -15,8 +15,9 @@
 //
 // Each warm sandbox goes to one job: Claim takes it from the pool under a
 // lock, and the runtime and toolboxd each refuse a second claim. A claim
-// never waits: with no warm sandbox, or a job the pool cannot serve (egress,
-// environment, labels, image or resources other than the pool's), Claim
+// never waits: with no warm sandbox, or a job the pool cannot serve (environment,
+// labels, image or resources other than the pool's; egress is no reason, as
+// the host-side proxy applies the job's list after the claim), Claim
 // returns nil and the caller creates a sandbox cold. Run refills the pool
 // in the background, one sandbox at a time, replaces sandboxes older than
 // MaxAge and, when the runtime is an ImageResolver, those whose image tag

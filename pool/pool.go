@@ -160,14 +160,15 @@ func (p *Pool) Idle(profile drydock.Profile) int {
 }
 
 // Fits reports whether a warm sandbox can serve spec: one with the pool's
-// image and resources, no egress (set when a sandbox is created), and no
-// environment or labels of its own.
+// image and resources and no environment or labels of its own. Egress does
+// not matter: the runtimes that can claim keep every sandbox off the network
+// and the egress proxy applies the job's list once the job has it.
 func (p *Pool) Fits(spec drydock.SandboxSpec) bool {
 	prof := spec.Profile
 	if prof == "" {
 		prof = drydock.ProfileHeadless
 	}
-	if p.cfg.Size[prof] <= 0 || len(spec.Egress) > 0 || len(spec.Env) > 0 {
+	if p.cfg.Size[prof] <= 0 || len(spec.Env) > 0 {
 		return false
 	}
 	if spec.Image != "" && spec.Image != p.cfg.Images[prof] {

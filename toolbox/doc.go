@@ -79,8 +79,11 @@
 //
 //	1  first version: files, sessions, exec, health, code and desktop routes.
 //	2  POST /v1/jupyter/start and /v1/jupyter/proxy/.
+//	3  POST /v1/claim (warm sandboxes take a job's token and VNC password);
+//	   the egress forwarder on 127.0.0.1:3128; a process start refused for
+//	   lack of pids or memory is 503 (was 500); at most 8 file calls at once.
 package toolbox
 
 // APIVersion is the version of toolboxd's HTTP API; see the package doc for
 // what each version changed.
-const APIVersion = 2
+const APIVersion = 3
