@@ -112,6 +112,71 @@ func TestServerLimits(t *testing.T) {
 	})
 }
 
+// The real binary's default stream limit: one token holds 64 event streams
+// on a running job, the 65th gets 429, the server keeps answering, and
+// every stream ends when the job does.
+func TestManyEventStreams(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	s.start()
+	id := s.schedule(`{"task": "wait [fake:hang]"}`)
+	open := func() (*http.Response, error) {
+		req, _ := http.NewRequestWithContext(t.Context(), "GET", s.url()+"/v1/jobs/"+id+"/events?stream=1", nil)
+		return http.DefaultClient.Do(req)
+	}
+	var streams []*http.Response
+	defer func() {
+		for _, r := range streams {
+			r.Body.Close()
+		}
+	}()
+	for i := range 64 {
+		resp, err := open()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.StatusCode != 200 {
+			resp.Body.Close()
+			t.Fatalf("stream %d: %d", i+1, resp.StatusCode)
+		}
+		streams = append(streams, resp)
+	}
+	resp, err := open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusTooManyRequests {
+		t.Errorf("65th stream: %d %s", resp.StatusCode, body)
+	}
+	for _, p := range []string{"/healthz", "/v1/jobs/" + id, "/v1/jobs"} {
+		if code, b := s.do("GET", p, "", ""); code != 200 {
+			t.Errorf("%s with 64 streams open: %d %s", p, code, b)
+		}
+	}
+	if code, b := s.do("POST", "/v1/jobs/"+id+"/cancel", "", ""); code != 202 {
+		t.Fatalf("cancel: %d %s", code, b)
+	}
+	ended := make(chan bool, len(streams))
+	for _, r := range streams {
+		go func() {
+			data, _ := io.ReadAll(r.Body)
+			ended <- strings.Contains(string(data), "event: end")
+		}()
+	}
+	for range streams {
+		select {
+		case ok := <-ended:
+			if !ok {
+				t.Error("a stream closed without its end event")
+			}
+		case <-time.After(time.Minute):
+			t.Fatal("streams still open a minute after the job was cancelled")
+		}
+	}
+}
+
 func isTimeout(err error) bool {
 	ne, ok := err.(net.Error)
 	return ok && ne.Timeout()
