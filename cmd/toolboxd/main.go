@@ -11,7 +11,9 @@
 //	-log-level   TOOLBOXD_LOG_LEVEL   debug, info, warn or error
 //	-services    TOOLBOXD_SERVICES    auto (code kernel; plus the desktop in the desktop profile) or none
 //
-// TOOLBOXD_VNC_PASSWORD protects the desktop's VNC server.
+// TOOLBOXD_VNC_PASSWORD protects the desktop's VNC server. TOOLBOXD_SECRETS_FILE
+// names a JSON file {"token", "vnc_password"} read and removed at start; the
+// runtimes use it so that no secret sits in the sandbox's environment.
 //
 // The token is removed from the environment before anything is started, and
 // no TOOLBOXD_ variable reaches the sandbox's shells and processes. Logs are
@@ -74,6 +76,9 @@ func main() {
 		}
 		return os.Getenv(k)
 	}
+	if err := undumpable(); err != nil {
+		fmt.Fprintln(os.Stderr, "toolboxd: warning:", err)
+	}
 	if err := run(ctx, os.Args[1:], getenv, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "toolboxd:", err)
 		os.Exit(1)
@@ -111,9 +116,24 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	if p := drydock.Profile(*profile); !p.Valid() {
 		return fmt.Errorf("-profile must be %q or %q", drydock.ProfileHeadless, drydock.ProfileDesktop)
 	}
-	token, err := readToken(*tokenFile, envOr(envToken, getenv(envTokenAlias)))
-	if err != nil {
-		return err
+	var (
+		boot bootSecrets
+		err  error
+	)
+	if f := getenv(envSecretsFile); f != "" {
+		if boot, err = takeSecrets(f); err != nil {
+			return err
+		}
+	}
+	token := boot.Token
+	if token == "" {
+		if token, err = readToken(*tokenFile, envOr(envToken, getenv(envTokenAlias))); err != nil {
+			return err
+		}
+	}
+	vncPassword := envOr(envVNCPass, "")
+	if boot.VNCPassword != "" {
+		vncPassword = boot.VNCPassword
 	}
 	logger := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level})).With("component", "toolboxd")
 	// In the background: it takes a tenth of a second that the sandbox's
@@ -143,7 +163,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	switch *withServices {
 	case "none":
 	case "auto":
-		dsvc, d, k := services(ctx, drydock.Profile(*profile), *workspace, getenv(envVNCPass), logger)
+		dsvc, d, k := services(ctx, drydock.Profile(*profile), *workspace, vncPassword, logger)
 		defer k.Close()
 		cfg.Code = codeService{k}
 		cfg.Jupyter = jupyterService{k}

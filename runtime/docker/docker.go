@@ -48,6 +48,7 @@ const (
 	EnvListen      = "TOOLBOXD_LISTEN"
 	EnvToken       = "TOOLBOXD_TOKEN"
 	EnvVNCPassword = "TOOLBOXD_VNC_PASSWORD"
+	EnvSecretsFile = "TOOLBOXD_SECRETS_FILE"
 	EnvProfile     = "TOOLBOXD_PROFILE"
 	EnvWorkspace   = "TOOLBOXD_WORKSPACE"
 )
@@ -222,8 +223,10 @@ func (r *Runtime) createContainer(ctx context.Context, id, dir, img string, spec
 		env = map[string]string{}
 	}
 	env[EnvListen] = "unix://" + toolboxDir + "/" + toolboxSocket
-	env[EnvToken] = sec.Token
-	env[EnvVNCPassword] = sec.VNCPassword
+	// The secrets go in a file toolboxd reads and removes at start, never in
+	// the environment, which PID 1 keeps readable to the sandbox's processes
+	// and `docker inspect` shows.
+	env[EnvSecretsFile] = toolboxDir + "/" + bootSecretsFile
 	env[EnvProfile] = string(spec.Profile)
 	env[EnvWorkspace] = workspaceDir
 	egressEnv(env)
@@ -372,7 +375,35 @@ func (r *Runtime) makeStateDir(dir string, sec secrets) error {
 	if err := os.Chmod(sock, 0o777); err != nil {
 		return fmt.Errorf("chmod socket dir: %w", err)
 	}
+	if err := writeBootSecrets(sock, sec); err != nil {
+		return err
+	}
 	return writeSecrets(dir, sec)
+}
+
+// bootSecretsFile is the file in the socket directory that hands toolboxd its
+// token and VNC password; toolboxd removes it as it starts.
+const bootSecretsFile = "boot-secrets.json"
+
+// writeBootSecrets writes the file for the sandbox's user only. Where the
+// orchestrator may not chown (a rootless engine maps uids anyway) it stays
+// readable to all, which the 0700 state directory around it still keeps from
+// the host's other users.
+func writeBootSecrets(sock string, sec secrets) error {
+	data, err := json.Marshal(map[string]string{"token": sec.Token, "vnc_password": sec.VNCPassword})
+	if err != nil {
+		return err
+	}
+	path := filepath.Join(sock, bootSecretsFile)
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		return fmt.Errorf("write boot secrets: %w", err)
+	}
+	if err := os.Chown(path, 1000, 1000); err != nil {
+		if err := os.Chmod(path, 0o644); err != nil {
+			return fmt.Errorf("chmod boot secrets: %w", err)
+		}
+	}
+	return nil
 }
 
 func endpoint(dir string) drydock.Endpoint {

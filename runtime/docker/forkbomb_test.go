@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"regexp"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -228,6 +230,57 @@ while True: b.append(bytearray(8 << 20))'`)
 		}
 		if _, out := run("rm /workspace/fill && echo ok"); out != "ok\n" {
 			t.Fatalf("a command after the bombs: %q", out)
+		}
+	})
+}
+
+// TestSecretsStayOutOfTheSandbox looks for the sandbox's own toolboxd token
+// and VNC password from inside it, as an agent's command could: in PID 1's
+// environment, in every readable /proc/*/environ and cmdline, in the socket
+// directory, and in `docker inspect`. None may hold them, and toolboxd's
+// memory must not be readable to the sandbox's other processes.
+func TestSecretsStayOutOfTheSandbox(t *testing.T) {
+	t.Parallel()
+	forRealImage(t, func(t *testing.T, s setup) {
+		rt := s.newRuntime(t)
+		sb := secure(t, s, rt)
+		tc := toolbox.New(sb.Endpoint, sb.Token)
+		defer tc.Close()
+		var out lockedBuffer
+		_, err := tc.Exec(t.Context(), toolbox.ExecRequest{Args: []string{"bash", "-c", `
+for f in /proc/[0-9]*/environ /proc/[0-9]*/cmdline; do cat "$f" 2>/dev/null | tr '\0' '\n'; done
+ls -a /run/toolbox | sed 's/^/L''S:/'; cat /run/toolbox/*.json 2>/dev/null
+for p in /proc/[0-9]*; do [ "$(cat $p/comm 2>/dev/null)" = toolboxd ] && pid=${p#/proc/}; done
+echo "TOOLBOXD=$pid"
+cat /proc/$pid/environ >/dev/null 2>&1 && echo "LE""AK: toolboxd environ readable"
+head -c1 /proc/$pid/mem >/dev/null 2>&1 && echo "LE""AK: toolboxd mem readable"
+true`}}, &out, &out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := out.String()
+		for name, secret := range map[string]string{"token": sb.Token, "VNC password": sb.VNCPassword} {
+			if secret != "" && strings.Contains(got, secret) {
+				t.Errorf("the sandbox's %s is visible inside it", name)
+			}
+		}
+		if strings.Contains(got, "LS:"+"boot-secrets") {
+			t.Error("the boot secrets file is still in /run/toolbox")
+		}
+		if !regexp.MustCompile(`(?m)^TOOLBOXD=[0-9]+$`).MatchString(got) {
+			t.Errorf("toolboxd's process not found from inside the sandbox: %q", got)
+		}
+		if i := strings.Index(got, "LEAK:"); i >= 0 {
+			t.Errorf("from inside the sandbox, %s", got[i:])
+		}
+		inspect, err := rt.Client().ContainerInspect(t.Context(), sb.ID, client.ContainerInspectOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range inspect.Container.Config.Env {
+			if strings.Contains(e, sb.Token) || (sb.VNCPassword != "" && strings.Contains(e, sb.VNCPassword)) {
+				t.Errorf("docker inspect shows a secret in %s", strings.SplitN(e, "=", 2)[0])
+			}
 		}
 	})
 }
