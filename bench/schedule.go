@@ -12,6 +12,7 @@ import (
 
 	"github.com/drydockhq/drydock"
 	"github.com/drydockhq/drydock/client"
+	"github.com/drydockhq/drydock/pool"
 	"github.com/drydockhq/drydock/toolbox"
 )
 
@@ -130,6 +131,9 @@ func firstToolCall(ctx context.Context, cli *client.Client, p drydock.Profile) (
 	if !errors.Is(err, errFound) {
 		if err == nil {
 			err = errors.New("the job ended without a tool call")
+			if j, jerr := cli.Job(ctx, job.ID); jerr == nil {
+				err = fmt.Errorf("the job ended %s without a tool call: %s", j.Status, j.Error)
+			}
 		}
 		return 0, 0, 0, fmt.Errorf("events of %s: %w", job.ID, err)
 	}
@@ -187,8 +191,8 @@ func (e *engine) removeServerSandboxes(ctx context.Context, nodeID string) error
 	return nil
 }
 
-// waitPool waits until the server nodeID holds n ready sandboxes of profile
-// with no job running, which is what a full pool looks like from outside.
+// waitPool waits until the server nodeID holds n ready, unclaimed warm
+// sandboxes of profile: what a full pool looks like from outside.
 func (e *engine) waitPool(ctx context.Context, nodeID string, p drydock.Profile, n int) error {
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()
@@ -199,7 +203,9 @@ func (e *engine) waitPool(ctx context.Context, nodeID string, p drydock.Profile,
 		}
 		ready, why := 0, ""
 		for _, sb := range list {
-			if sb.Profile != p || sb.State != drydock.SandboxRunning {
+			// A claimed sandbox keeps its pool label until its job's end
+			// destroys it; only unclaimed ones are warm.
+			if _, warm := pool.Unclaimed(sb); !warm || sb.Profile != p || sb.State != drydock.SandboxRunning {
 				continue
 			}
 			tc := toolbox.New(sb.Endpoint, sb.Token)

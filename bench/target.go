@@ -104,10 +104,7 @@ func checkOne(r *Report, t Target, engine string) TargetStatus {
 	st.Status = "met"
 	if !met {
 		st.Status = "missed"
-		st.Reason = fmt.Sprintf("load average %.1f–%.1f during the run", r.Machine.LoadStart[0], r.Machine.LoadEnd[0])
-		if res.Note != "" {
-			st.Reason = res.Note + "; " + st.Reason
-		}
+		st.Reason = fmt.Sprintf("load average %.1f at the start, %.1f at the end of the run", r.Machine.LoadStart[0], r.Machine.LoadEnd[0])
 	}
 	return st
 }
