@@ -51,6 +51,9 @@ export DRYDOCK_TEST_IMAGE_DESKTOP=drydock-sandbox:desktop
 export DRYDOCK_TEST_BIN="$PWD/bin/drydock"
 export DRYDOCK_TEST_TOOLBOXD="$PWD/bin/toolboxd"
 export DRYDOCK_TEST_E2E=1
+# The fault tests (kill -9 under load, a private dockerd restarted, full disk)
+# need root and an engine, which this script provides.
+export DRYDOCK_TEST_FAULTS=1
 
 log "go test (every package; daemons available)"
 # Compile every test binary first, in parallel (-p 1 below would also build
