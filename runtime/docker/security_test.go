@@ -29,9 +29,16 @@ var tightLimits = drydock.Resources{
 // secure creates a ready sandbox with tight limits on the engine.
 func secure(t *testing.T, s setup, rt *Runtime, egress ...string) *drydock.Sandbox {
 	t.Helper()
+	return secureWith(t, s, rt, tightLimits, egress...)
+}
+
+// secureWith creates a ready sandbox with the given limits on the engine,
+// destroyed when the test ends.
+func secureWith(t *testing.T, s setup, rt *Runtime, limits drydock.Resources, egress ...string) *drydock.Sandbox {
+	t.Helper()
 	sb, err := rt.Create(t.Context(), drydock.SandboxSpec{
 		JobID: "sec-" + drydock.RandomHex(4), Image: s.image, Profile: drydock.ProfileHeadless,
-		Resources: tightLimits, Egress: egress,
+		Resources: limits, Egress: egress,
 	})
 	if err != nil {
 		t.Fatalf("Create: %v", err)
