@@ -94,6 +94,10 @@ type Options struct {
 	// API ignores it, so with Podman Create refuses it: configure the runtime
 	// in containers.conf there.
 	OCIRuntime string
+	// PodmanSeccompProfile is Podman's default seccomp profile, from which
+	// the runtime derives the sandboxes' (seccomp.go); empty means
+	// /usr/share/containers/seccomp.json.
+	PodmanSeccompProfile string
 	// NoInit runs toolboxd as PID 1 instead of the engine's init
 	// (docker-init; catatonit or the init_path of containers.conf for
 	// Podman). Without an init, orphaned processes are never reaped, and a
@@ -112,6 +116,8 @@ type Runtime struct {
 
 	mu     sync.Mutex
 	engine string // "docker" or "podman" once known
+	// seccomp is the profile derived for Podman (seccomp.go).
+	seccomp seccompProfile
 
 	// beforeStart, when set by a test, runs between create and start, to
 	// fail a Create after the container exists.
@@ -249,11 +255,19 @@ func (r *Runtime) createContainer(ctx context.Context, id, dir, img string, spec
 		// not running it.
 		return nil, drydock.Errorf(drydock.EINVALID, "Podman's Docker-compatible API ignores the OCI runtime %q; set [engine] runtime in containers.conf instead", r.opts.OCIRuntime)
 	}
+	securityOpt := []string{"no-new-privileges"}
+	if podman {
+		profile, err := r.podmanSeccomp(dir)
+		if err != nil {
+			return nil, fmt.Errorf("create sandbox %s: %w", id, err)
+		}
+		securityOpt = append(securityOpt, "seccomp="+profile)
+	}
 	pids := res.PidsLimit
 	hc := &container.HostConfig{
 		NetworkMode:    network,
 		CapDrop:        []string{"ALL"},
-		SecurityOpt:    []string{"no-new-privileges"},
+		SecurityOpt:    securityOpt,
 		ReadonlyRootfs: true,
 		Runtime:        r.opts.OCIRuntime,
 		Tmpfs: map[string]string{
