@@ -4,8 +4,11 @@
 // A sandbox is three objects in one namespace, all named after the sandbox
 // id (drydock-<16 hex digits>) and labelled drydock.managed=true:
 //
-//   - a Secret with toolboxd's token and the VNC password, which the pod
-//     reads through secretKeyRef and a restarted orchestrator reads back;
+//   - a Secret with toolboxd's token and the VNC password, which a restarted
+//     orchestrator reads back; the pod's init container copies them, as the
+//     file TOOLBOXD_SECRETS_FILE names, into a memory emptyDir, and toolboxd
+//     removes it at start (never the environment, which the sandbox's
+//     processes can read through PID 1);
 //   - a NetworkPolicy that lets only the orchestrator's pods reach toolboxd's
 //     port and denies all egress unless the spec allows destinations;
 //     UpdateEgress rewrites its egress rules when a job's list changes. A

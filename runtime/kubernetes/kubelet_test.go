@@ -3,6 +3,7 @@ package kubernetes
 import (
 	"context"
 	"crypto/subtle"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -194,6 +195,15 @@ func (c *cluster) start(t *testing.T, pod *corev1.Pod) {
 		return
 	}
 	token := env["TOOLBOXD_TOKEN"]
+	if f := env["TOOLBOXD_SECRETS_FILE"]; f != "" {
+		// What the init container does: copy the boot file from the
+		// Secret's volume into the emptyDir that toolboxd reads.
+		if token, err = c.bootToken(pod, f); err != nil {
+			pod.Status = corev1.PodStatus{Phase: corev1.PodFailed, Message: err.Error()}
+			c.update(t, pod)
+			return
+		}
+	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/health", func(w http.ResponseWriter, r *http.Request) {
 		got := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
@@ -218,6 +228,46 @@ func (c *cluster) start(t *testing.T, pod *corev1.Pod) {
 		}},
 	}
 	c.update(t, pod)
+}
+
+// bootToken plays the pod's init containers: one must copy a key of a Secret
+// volume it mounts to the file the main container's toolboxd is told to read.
+func (c *cluster) bootToken(pod *corev1.Pod, file string) (string, error) {
+	secretOf := map[string]*corev1.SecretVolumeSource{}
+	for _, v := range pod.Spec.Volumes {
+		if v.Secret != nil {
+			secretOf[v.Name] = v.Secret
+		}
+	}
+	for _, ic := range pod.Spec.InitContainers {
+		if len(ic.Command) != 3 || ic.Command[0] != "cp" || ic.Command[2] != file {
+			continue
+		}
+		for _, m := range ic.VolumeMounts {
+			src, ok := secretOf[m.Name]
+			if !ok || !strings.HasPrefix(ic.Command[1], m.MountPath+"/") {
+				continue
+			}
+			key := strings.TrimPrefix(ic.Command[1], m.MountPath+"/")
+			for _, it := range src.Items {
+				if it.Path == key {
+					key = it.Key
+				}
+			}
+			obj, err := c.cs.Tracker().Get(secretsGVR, pod.Namespace, src.SecretName)
+			if err != nil {
+				return "", fmt.Errorf("secret %q not found", src.SecretName)
+			}
+			var boot struct {
+				Token string `json:"token"`
+			}
+			if err := json.Unmarshal(obj.(*corev1.Secret).Data[key], &boot); err != nil {
+				return "", fmt.Errorf("boot secrets: %w", err)
+			}
+			return boot.Token, nil
+		}
+	}
+	return "", fmt.Errorf("no init container puts %s in place", file)
 }
 
 // resolveEnv does what the kubelet does with env: values, and values from

@@ -36,6 +36,16 @@ const (
 	portName      = "toolbox"
 	secretToken   = "token"
 	secretVNC     = "vnc-password"
+	// secretBoot is the same two values as the JSON file toolboxd reads
+	// and removes at start (TOOLBOXD_SECRETS_FILE).
+	secretBoot = "boot-secrets.json"
+	// The init container copies the boot file from the Secret's volume,
+	// which only it mounts, to bootDir, a memory-backed emptyDir where
+	// toolboxd may remove it: a Secret volume is read-only, and anything
+	// left readable is readable by the agent, who runs as the same uid.
+	bootDir       = "/run/toolbox-boot"
+	secretSrcDir  = "/run/toolbox-secret"
+	initContainer = "secrets"
 
 	workspaceDir = "/workspace"
 	homeDir      = "/home/agent"
@@ -48,6 +58,7 @@ const (
 	EnvListen      = "TOOLBOXD_LISTEN"
 	EnvToken       = "TOOLBOXD_TOKEN"
 	EnvVNCPassword = "TOOLBOXD_VNC_PASSWORD"
+	EnvSecretsFile = "TOOLBOXD_SECRETS_FILE"
 	EnvProfile     = "TOOLBOXD_PROFILE"
 	EnvWorkspace   = "TOOLBOXD_WORKSPACE"
 )
@@ -122,11 +133,14 @@ func objectMeta(id, namespace string, domain map[string]string) metav1.ObjectMet
 	}
 }
 
-// secret holds the toolboxd token and the VNC password: the pod reads them
-// through secretKeyRef, and a restarted orchestrator reads them back from
-// here. Immutable, because nothing should ever change them.
+// secret holds the toolboxd token and the VNC password: the pod's init
+// container hands them to toolboxd as a file (never the environment, which
+// every process of the sandbox can read through PID 1), and a restarted
+// orchestrator reads them back from here. Immutable, because nothing should
+// ever change them.
 func (r *Runtime) secret(id string, domain map[string]string, token, vnc string) *corev1.Secret {
 	immutable := true
+	boot, _ := json.Marshal(map[string]string{"token": token, "vnc_password": vnc})
 	return &corev1.Secret{
 		ObjectMeta: objectMeta(id, r.namespace, domain),
 		Immutable:  &immutable,
@@ -134,6 +148,7 @@ func (r *Runtime) secret(id string, domain map[string]string, token, vnc string)
 		Data: map[string][]byte{
 			secretToken: []byte(token),
 			secretVNC:   []byte(vnc),
+			secretBoot:  boot,
 		},
 	}
 }
@@ -162,18 +177,11 @@ func (r *Runtime) pod(id, image string, spec drydock.SandboxSpec, res drydock.Re
 		}
 		env = append(env, corev1.EnvVar{Name: k, Value: spec.Env[k]})
 	}
-	fromSecret := func(key string) *corev1.EnvVarSource {
-		return &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
-			LocalObjectReference: corev1.LocalObjectReference{Name: id},
-			Key:                  key,
-		}}
-	}
 	env = append(env,
 		corev1.EnvVar{Name: EnvListen, Value: "tcp://0.0.0.0:" + strconv.Itoa(int(r.port))},
 		corev1.EnvVar{Name: EnvProfile, Value: string(spec.Profile)},
 		corev1.EnvVar{Name: EnvWorkspace, Value: workspaceDir},
-		corev1.EnvVar{Name: EnvToken, ValueFrom: fromSecret(secretToken)},
-		corev1.EnvVar{Name: EnvVNCPassword, ValueFrom: fromSecret(secretVNC)},
+		corev1.EnvVar{Name: EnvSecretsFile, Value: bootDir + "/" + secretBoot},
 	)
 
 	storage := res.WorkspaceBytes + res.TmpBytes + homeBytes + logBytes
@@ -187,6 +195,17 @@ func (r *Runtime) pod(id, image string, spec drydock.SandboxSpec, res drydock.Re
 			SizeLimit: resource.NewQuantity(size, resource.BinarySI),
 		}}}
 	}
+	containerSecurity := &corev1.SecurityContext{
+		RunAsNonRoot:             &yes,
+		RunAsUser:                &uid,
+		RunAsGroup:               &uid,
+		Privileged:               &no,
+		AllowPrivilegeEscalation: &no,
+		ReadOnlyRootFilesystem:   &yes,
+		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+		SeccompProfile:           seccomp,
+	}
+	secretMode := int32(0o440) // the sandbox's group (fsGroup) reads it
 	return &corev1.Pod{
 		ObjectMeta: objectMeta(id, r.namespace, domain),
 		Spec: corev1.PodSpec{
@@ -203,6 +222,19 @@ func (r *Runtime) pod(id, image string, spec drydock.SandboxSpec, res drydock.Re
 				FSGroup:        &uid,
 				SeccompProfile: seccomp,
 			},
+			InitContainers: []corev1.Container{{
+				Name:            initContainer,
+				Image:           image,
+				ImagePullPolicy: r.opts.ImagePullPolicy,
+				Command:         []string{"cp", secretSrcDir + "/" + secretBoot, bootDir + "/" + secretBoot},
+				Resources:       corev1.ResourceRequirements{Requests: limits.DeepCopy(), Limits: limits},
+				VolumeMounts: []corev1.VolumeMount{
+					{Name: "secret", MountPath: secretSrcDir, ReadOnly: true},
+					{Name: "boot", MountPath: bootDir},
+				},
+				SecurityContext:          containerSecurity,
+				TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+			}},
 			Containers: []corev1.Container{{
 				Name:            containerName,
 				Image:           image,
@@ -215,23 +247,22 @@ func (r *Runtime) pod(id, image string, spec drydock.SandboxSpec, res drydock.Re
 					{Name: "workspace", MountPath: workspaceDir},
 					{Name: "tmp", MountPath: tmpDir},
 					{Name: "home", MountPath: homeDir},
+					{Name: "boot", MountPath: bootDir},
 				},
-				SecurityContext: &corev1.SecurityContext{
-					RunAsNonRoot:             &yes,
-					RunAsUser:                &uid,
-					RunAsGroup:               &uid,
-					Privileged:               &no,
-					AllowPrivilegeEscalation: &no,
-					ReadOnlyRootFilesystem:   &yes,
-					Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-					SeccompProfile:           seccomp,
-				},
+				SecurityContext:          containerSecurity,
 				TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 			}},
 			Volumes: []corev1.Volume{
 				emptyDir("workspace", res.WorkspaceBytes),
 				emptyDir("tmp", res.TmpBytes),
 				emptyDir("home", homeBytes),
+				{Name: "boot", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{
+					Medium: corev1.StorageMediumMemory, SizeLimit: resource.NewQuantity(64<<10, resource.BinarySI),
+				}}},
+				{Name: "secret", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+					SecretName: id, DefaultMode: &secretMode,
+					Items: []corev1.KeyToPath{{Key: secretBoot, Path: secretBoot}},
+				}}},
 			},
 		},
 	}

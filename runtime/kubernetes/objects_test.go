@@ -77,12 +77,17 @@ func TestObjects(t *testing.T) {
 		corev1.ResourceMemory:           resource.MustParse("3Gi"),
 		corev1.ResourceEphemeralStorage: resource.MustParse("5952Mi"), // 5Gi + 512Mi + 256Mi home + 64Mi logs
 	}
-	secretEnv := func(name, key string) corev1.EnvVar {
-		return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
-			LocalObjectReference: corev1.LocalObjectReference{Name: id}, Key: key,
-		}}}
-	}
 	runtimeDefault := &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}
+	restricted := &corev1.SecurityContext{
+		RunAsNonRoot:             ptr(true),
+		RunAsUser:                ptr(int64(1000)),
+		RunAsGroup:               ptr(int64(1000)),
+		Privileged:               ptr(false),
+		AllowPrivilegeEscalation: ptr(false),
+		ReadOnlyRootFilesystem:   ptr(true),
+		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+		SeccompProfile:           runtimeDefault,
+	}
 	wantSpec := corev1.PodSpec{
 		RestartPolicy:                 corev1.RestartPolicyNever,
 		RuntimeClassName:              ptr("gvisor"),
@@ -97,6 +102,21 @@ func TestObjects(t *testing.T) {
 			FSGroup:        ptr(int64(1000)),
 			SeccompProfile: runtimeDefault,
 		},
+		// The secrets reach toolboxd as a file it removes, never as
+		// environment: only the init container mounts the Secret.
+		InitContainers: []corev1.Container{{
+			Name:            "secrets",
+			Image:           "drydock-sandbox:desktop",
+			ImagePullPolicy: corev1.PullIfNotPresent,
+			Command:         []string{"cp", "/run/toolbox-secret/boot-secrets.json", "/run/toolbox-boot/boot-secrets.json"},
+			Resources:       corev1.ResourceRequirements{Requests: limits, Limits: limits},
+			VolumeMounts: []corev1.VolumeMount{
+				{Name: "secret", MountPath: "/run/toolbox-secret", ReadOnly: true},
+				{Name: "boot", MountPath: "/run/toolbox-boot"},
+			},
+			SecurityContext:          restricted,
+			TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+		}},
 		Containers: []corev1.Container{{
 			Name:            "sandbox",
 			Image:           "drydock-sandbox:desktop",
@@ -108,14 +128,14 @@ func TestObjects(t *testing.T) {
 				{Name: "TOOLBOXD_LISTEN", Value: "tcp://0.0.0.0:" + itoa(port)},
 				{Name: "TOOLBOXD_PROFILE", Value: "desktop"},
 				{Name: "TOOLBOXD_WORKSPACE", Value: "/workspace"},
-				secretEnv("TOOLBOXD_TOKEN", "token"),
-				secretEnv("TOOLBOXD_VNC_PASSWORD", "vnc-password"),
+				{Name: "TOOLBOXD_SECRETS_FILE", Value: "/run/toolbox-boot/boot-secrets.json"},
 			},
 			Resources: corev1.ResourceRequirements{Requests: limits, Limits: limits},
 			VolumeMounts: []corev1.VolumeMount{
 				{Name: "workspace", MountPath: "/workspace"},
 				{Name: "tmp", MountPath: "/tmp"},
 				{Name: "home", MountPath: "/home/agent"},
+				{Name: "boot", MountPath: "/run/toolbox-boot"},
 			},
 			SecurityContext: &corev1.SecurityContext{
 				RunAsNonRoot:             ptr(true),
@@ -133,6 +153,11 @@ func TestObjects(t *testing.T) {
 			{Name: "workspace", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: ptr(resource.MustParse("5Gi"))}}},
 			{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: ptr(resource.MustParse("512Mi"))}}},
 			{Name: "home", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: ptr(resource.MustParse("256Mi"))}}},
+			{Name: "boot", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory, SizeLimit: ptr(resource.MustParse("64Ki"))}}},
+			{Name: "secret", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+				SecretName: id, DefaultMode: ptr(int32(0o440)),
+				Items: []corev1.KeyToPath{{Key: "boot-secrets.json", Path: "boot-secrets.json"}},
+			}}},
 		},
 	}
 	if diff := cmp.Diff(wantSpec, pod.Spec, quantities); diff != "" {
@@ -151,7 +176,8 @@ func TestObjects(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: id, Namespace: testNS, Labels: wantLabels, Annotations: wantAnnotations, OwnerReferences: owner},
 		Immutable:  ptr(true),
 		Type:       corev1.SecretTypeOpaque,
-		Data:       map[string][]byte{"token": []byte(sb.Token), "vnc-password": []byte(sb.VNCPassword)},
+		Data: map[string][]byte{"token": []byte(sb.Token), "vnc-password": []byte(sb.VNCPassword),
+			"boot-secrets.json": []byte(`{"token":"` + sb.Token + `","vnc_password":"` + sb.VNCPassword + `"}`)},
 	}
 	gotSecret := corev1.Secret{ObjectMeta: metav1.ObjectMeta{
 		Name: sec.Name, Namespace: sec.Namespace, Labels: sec.Labels, Annotations: sec.Annotations, OwnerReferences: sec.OwnerReferences,
