@@ -604,6 +604,8 @@ func TestBrowserDesktopX11(t *testing.T) {
 
 	within(t, ctx, 15*time.Second, chromedp.Navigate(hs.URL+"/jobs/"+job.ID))
 	waitJS(t, ctx, 15*time.Second, `document.querySelector("#timeline .event-condensation")`)
+	// The screenshot's size is known once the browser has decoded it.
+	waitJS(t, ctx, 15*time.Second, `document.querySelector("#timeline .event-observation img.shot")?.naturalWidth > 0`)
 	tl := eval[map[string]any](t, ctx, `(() => {
 		const q = (s) => document.querySelector("#timeline " + s);
 		const img = q(".event-observation img.shot");
