@@ -20,15 +20,14 @@ func desktopImage(b *testing.B) string {
 }
 
 // BenchmarkDesktopSandbox measures, per created desktop sandbox: create →
-// VNC usable (display and VNC ready), create → first Python result, and the
-// idle memory of the whole sandbox (toolboxd, Xvfb, fluxbox, x11vnc, the
-// Python kernel) a few seconds after it is ready.
+// VNC usable (display and VNC ready) and create → first Python result. Idle
+// memory is `drydock bench density`'s, which reads the sandbox's cgroup the
+// same way on Docker and Podman (Podman's stats API has no cache fields).
 func BenchmarkDesktopSandbox(b *testing.B) {
 	img := desktopImage(b)
 	forEngineBench(b, func(b *testing.B, s setup) {
 		rt := s.newRuntime(b)
 		var vnc, python []time.Duration
-		var mem float64
 		for b.Loop() {
 			start := time.Now()
 			sb, err := rt.Create(b.Context(), drydock.SandboxSpec{JobID: "bench-" + drydock.RandomHex(4), Image: img, Profile: drydock.ProfileDesktop})
@@ -48,8 +47,6 @@ func BenchmarkDesktopSandbox(b *testing.B) {
 			python = append(python, time.Since(start))
 			cancel()
 			b.StopTimer()
-			time.Sleep(3 * time.Second)
-			mem = max(mem, memoryMiB(b, rt, sb.ID))
 			tc.Close()
 			if err := rt.Destroy(context.Background(), sb.ID); err != nil {
 				b.Fatal(err)
@@ -60,7 +57,5 @@ func BenchmarkDesktopSandbox(b *testing.B) {
 		reportPercentiles(b, vnc)
 		b.Logf("%s: create → first Python result", b.Name())
 		reportPercentiles(b, python)
-		b.ReportMetric(mem, "idle-MiB")
-		b.Logf("%s: idle memory of a desktop sandbox %.1f MiB (largest seen)", b.Name(), mem)
 	})
 }

@@ -2,13 +2,10 @@ package docker
 
 import (
 	"context"
-	"encoding/json"
 	"io"
 	"os"
 	"testing"
 	"time"
-
-	"github.com/moby/moby/client"
 
 	"github.com/drydockhq/drydock"
 	"github.com/drydockhq/drydock/toolbox"
@@ -117,57 +114,4 @@ func BenchmarkToolboxExecTrue(b *testing.B) {
 			reportPercentiles(b, lat)
 		})
 	})
-}
-
-// BenchmarkIdleMemory reports the memory one idle sandbox of the real image
-// uses, toolboxd included, as the engine's stats count it (cgroup usage less
-// page cache).
-func BenchmarkIdleMemory(b *testing.B) {
-	img := realImage(b)
-	forEngineBench(b, func(b *testing.B, s setup) {
-		rt := s.newRuntime(b)
-		sb, err := rt.Create(b.Context(), drydock.SandboxSpec{JobID: "bench-" + drydock.RandomHex(4), Image: img})
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer rt.Destroy(context.Background(), sb.ID)
-		tc := toolbox.New(sb.Endpoint, sb.Token)
-		defer tc.Close()
-		ctx, cancel := context.WithTimeout(b.Context(), time.Minute)
-		defer cancel()
-		if err := tc.WaitReady(ctx); err != nil {
-			b.Fatal(err)
-		}
-		time.Sleep(3 * time.Second)
-		var mib float64
-		for b.Loop() {
-			mib = memoryMiB(b, rt, sb.ID)
-		}
-		b.ReportMetric(mib, "MiB")
-		b.Logf("%s: idle memory %.1f MiB", b.Name(), mib)
-	})
-}
-
-// memoryMiB is a sandbox's memory as the engine's stats count it (cgroup
-// usage less page cache).
-func memoryMiB(b *testing.B, rt *Runtime, id string) float64 {
-	st, err := rt.Client().ContainerStats(b.Context(), id, client.ContainerStatsOptions{Stream: false})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer st.Body.Close()
-	var v struct {
-		MemoryStats struct {
-			Usage uint64            `json:"usage"`
-			Stats map[string]uint64 `json:"stats"`
-		} `json:"memory_stats"`
-	}
-	if err := json.NewDecoder(st.Body).Decode(&v); err != nil {
-		b.Fatal(err)
-	}
-	used := v.MemoryStats.Usage - v.MemoryStats.Stats["cache"] - v.MemoryStats.Stats["inactive_file"]
-	if v.MemoryStats.Stats["cache"] == 0 && v.MemoryStats.Stats["inactive_file"] == 0 {
-		used = v.MemoryStats.Usage
-	}
-	return float64(used) / (1 << 20)
 }
