@@ -43,7 +43,7 @@ func (s *Suite) Agent(ctx context.Context) error {
 	var overhead []time.Duration
 	for i := range runs {
 		s.report.Logf("agent: run %d/%d of %d steps", i+1, runs, s.opts.AgentSteps)
-		o, err := agentRun(ctx, store, rt, s.opts.AgentSteps)
+		o, err := AgentStepOverhead(ctx, store, rt, s.opts.AgentSteps)
 		if err != nil {
 			return fmt.Errorf("agent run: %w", err)
 		}
@@ -54,7 +54,10 @@ func (s *Suite) Agent(ctx context.Context) error {
 	return nil
 }
 
-func agentRun(ctx context.Context, store *sqlite.Store, rt *local.Runtime, steps int) ([]time.Duration, error) {
+// AgentStepOverhead runs one scripted job of steps steps against store and
+// rt and returns each step's overhead (see Suite.Agent). The agent package's
+// BenchmarkStepOverhead uses it too.
+func AgentStepOverhead(ctx context.Context, store *sqlite.Store, rt *local.Runtime, steps int) ([]time.Duration, error) {
 	id := "bench-" + drydock.RandomHex(6)
 	if err := store.CreateJob(ctx, &drydock.Job{ID: id, JobSpec: drydock.JobSpec{Task: "bench", MaxSteps: steps + 1}}); err != nil {
 		return nil, err
