@@ -46,8 +46,6 @@ const (
 // (unix:///path or tcp://host:port).
 const (
 	EnvListen      = "TOOLBOXD_LISTEN"
-	EnvToken       = "TOOLBOXD_TOKEN"
-	EnvVNCPassword = "TOOLBOXD_VNC_PASSWORD"
 	EnvSecretsFile = "TOOLBOXD_SECRETS_FILE"
 	EnvProfile     = "TOOLBOXD_PROFILE"
 	EnvWorkspace   = "TOOLBOXD_WORKSPACE"

@@ -56,8 +56,6 @@ const (
 // The environment toolboxd reads (see cmd/toolboxd and runtime/docker).
 const (
 	EnvListen      = "TOOLBOXD_LISTEN"
-	EnvToken       = "TOOLBOXD_TOKEN"
-	EnvVNCPassword = "TOOLBOXD_VNC_PASSWORD"
 	EnvSecretsFile = "TOOLBOXD_SECRETS_FILE"
 	EnvProfile     = "TOOLBOXD_PROFILE"
 	EnvWorkspace   = "TOOLBOXD_WORKSPACE"
