@@ -20,6 +20,11 @@ type ClaimRequest struct {
 	VNCPassword string `json:"vnc_password,omitempty"`
 }
 
+// BootSecrets is the file named by TOOLBOXD_SECRETS_FILE, through which the
+// runtimes hand toolboxd its first token and VNC password; toolboxd removes
+// it at start. Same fields as a claim.
+type BootSecrets = ClaimRequest
+
 // Claim installs new secrets in the toolboxd this client talks to. The
 // client keeps the old token: callers make a new client with the new one.
 // A retry of a claim that took effect is refused with the old token, so a

@@ -117,7 +117,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		return fmt.Errorf("-profile must be %q or %q", drydock.ProfileHeadless, drydock.ProfileDesktop)
 	}
 	var (
-		boot bootSecrets
+		boot toolbox.BootSecrets
 		err  error
 	)
 	if f := getenv(envSecretsFile); f != "" {

@@ -6,6 +6,8 @@ import (
 	"os"
 	"strings"
 	"syscall"
+
+	"github.com/drydockhq/drydock/toolbox"
 )
 
 // envSecretsFile names a JSON file {"token", "vnc_password"} that toolboxd
@@ -15,15 +17,10 @@ import (
 // the environment to anyone with the engine's socket.
 const envSecretsFile = "TOOLBOXD_SECRETS_FILE"
 
-type bootSecrets struct {
-	Token       string `json:"token"`
-	VNCPassword string `json:"vnc_password"`
-}
-
 // takeSecrets reads the secrets file and removes it, so that nothing
 // started later in the sandbox finds it.
-func takeSecrets(path string) (bootSecrets, error) {
-	var s bootSecrets
+func takeSecrets(path string) (toolbox.BootSecrets, error) {
+	var s toolbox.BootSecrets
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return s, fmt.Errorf("read secrets file: %w", err)

@@ -23,6 +23,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/drydockhq/drydock"
+	"github.com/drydockhq/drydock/toolbox"
 )
 
 var _ drydock.Runtime = (*Runtime)(nil)
@@ -402,7 +403,7 @@ const bootSecretsFile = "boot-secrets.json"
 // readable to all, which the 0700 state directory around it still keeps from
 // the host's other users.
 func writeBootSecrets(sock string, sec secrets) error {
-	data, err := json.Marshal(map[string]string{"token": sec.Token, "vnc_password": sec.VNCPassword})
+	data, err := json.Marshal(toolbox.BootSecrets{Token: sec.Token, VNCPassword: sec.VNCPassword})
 	if err != nil {
 		return err
 	}

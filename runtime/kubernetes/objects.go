@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/drydockhq/drydock"
+	"github.com/drydockhq/drydock/toolbox"
 )
 
 // Names inside every object this runtime makes.
@@ -138,7 +139,7 @@ func objectMeta(id, namespace string, domain map[string]string) metav1.ObjectMet
 // ever change them.
 func (r *Runtime) secret(id string, domain map[string]string, token, vnc string) *corev1.Secret {
 	immutable := true
-	boot, _ := json.Marshal(map[string]string{"token": token, "vnc_password": vnc})
+	boot, _ := json.Marshal(toolbox.BootSecrets{Token: token, VNCPassword: vnc})
 	return &corev1.Secret{
 		ObjectMeta: objectMeta(id, r.namespace, domain),
 		Immutable:  &immutable,
