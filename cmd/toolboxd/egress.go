@@ -2,42 +2,72 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"sync"
 	"time"
-)
 
-// The environment that turns the egress forwarder on (runtime/docker sets
-// both): the sandbox's processes reach the network only through the host's
-// egress proxy (package egress), whose socket is mounted at
-// TOOLBOXD_EGRESS_SOCKET; toolboxd offers it to them on the sandbox's own
-// loopback at TOOLBOXD_EGRESS_LISTEN, which their HTTP_PROXY names.
-const (
-	envEgressListen = "TOOLBOXD_EGRESS_LISTEN"
-	envEgressSocket = "TOOLBOXD_EGRESS_SOCKET"
+	"github.com/drydockhq/drydock/toolbox"
 )
 
 // maxEgressConns bounds the connections forwarded at once; the host's proxy
 // has its own, usually lower, limit.
 const maxEgressConns = 512
 
-// startEgress forwards connections from listen to the unix socket when
-// both are set, and returns the address it listens on (nil when off); stop
-// closes the listener and every connection and waits for them.
-func startEgress(listen, socket string, log *slog.Logger) (addr net.Addr, stop func(), err error) {
-	if listen == "" || socket == "" {
+// startEgress starts the forwarder the environment asks for (see
+// toolbox.EnvEgressListen): to the proxy's unix socket, or to the
+// orchestrator's gateway with a hello made from token. It returns the
+// address it listens on (nil when off); stop closes the listener and every
+// connection and waits for them. The hello is made from the token toolboxd
+// started with: a sandbox reached through a gateway is never claimed (only
+// the Docker runtime's warm pool claims, and it uses the socket), and a
+// stale hello would fail closed.
+func startEgress(getenv func(string) string, token string, log *slog.Logger) (addr net.Addr, stop func(), err error) {
+	listen, socket, gateway := getenv(toolbox.EnvEgressListen), getenv(toolbox.EnvEgressSocket), getenv(toolbox.EnvEgressGateway)
+	if listen == "" {
+		return nil, func() {}, nil
+	}
+	var dial func() (net.Conn, error)
+	var to string
+	switch {
+	case socket != "" && gateway != "":
+		return nil, nil, fmt.Errorf("%s and %s are both set; a sandbox has one way out", toolbox.EnvEgressSocket, toolbox.EnvEgressGateway)
+	case socket != "":
+		to = socket
+		dial = func() (net.Conn, error) { return net.DialTimeout("unix", socket, 5*time.Second) }
+	case gateway != "":
+		id := getenv(toolbox.EnvSandboxID)
+		if id == "" {
+			return nil, nil, fmt.Errorf("%s is set but %s is not: the gateway needs to know the sandbox", toolbox.EnvEgressGateway, toolbox.EnvSandboxID)
+		}
+		to = gateway
+		hello := toolbox.EgressHello(toolbox.TokenHash(token), id)
+		dial = func() (net.Conn, error) {
+			c, err := net.DialTimeout("tcp", gateway, 5*time.Second)
+			if err != nil {
+				return nil, err
+			}
+			c.SetWriteDeadline(time.Now().Add(5 * time.Second))
+			if _, err := io.WriteString(c, hello); err != nil {
+				c.Close()
+				return nil, err
+			}
+			c.SetWriteDeadline(time.Time{})
+			return c, nil
+		}
+	default:
 		return nil, func() {}, nil
 	}
 	ln, err := net.Listen("tcp", listen)
 	if err != nil {
 		return nil, nil, err
 	}
-	f := &forwarder{socket: socket, log: log.With("component", "egress"), conns: map[net.Conn]struct{}{}, slots: make(chan struct{}, maxEgressConns)}
+	f := &forwarder{dial: dial, log: log.With("component", "egress"), conns: map[net.Conn]struct{}{}, slots: make(chan struct{}, maxEgressConns)}
 	f.wg.Add(1)
 	go f.serve(ln)
-	log.Info("egress forwarder listening", "address", ln.Addr().String(), "proxy", socket)
+	log.Info("egress forwarder listening", "address", ln.Addr().String(), "proxy", to)
 	return ln.Addr(), func() {
 		ln.Close()
 		f.mu.Lock()
@@ -51,10 +81,10 @@ func startEgress(listen, socket string, log *slog.Logger) (addr net.Addr, stop f
 }
 
 type forwarder struct {
-	socket string
-	log    *slog.Logger
-	slots  chan struct{}
-	wg     sync.WaitGroup
+	dial  func() (net.Conn, error)
+	log   *slog.Logger
+	slots chan struct{}
+	wg    sync.WaitGroup
 
 	mu     sync.Mutex
 	conns  map[net.Conn]struct{}
@@ -119,7 +149,7 @@ func answer(c net.Conn, status, msg string) {
 }
 
 func (f *forwarder) forward(c net.Conn) {
-	up, err := net.DialTimeout("unix", f.socket, 5*time.Second)
+	up, err := f.dial()
 	if err != nil {
 		// No proxy: the sandbox has no job yet, or the orchestrator is
 		// restarting. Nothing may leave the sandbox either way.

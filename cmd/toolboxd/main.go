@@ -148,7 +148,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		return err
 	}
 	defer cleanup()
-	if _, stopEgress, err := startEgress(getenv(envEgressListen), getenv(envEgressSocket), logger); err != nil {
+	if _, stopEgress, err := startEgress(getenv, token, logger); err != nil {
 		logger.Error("egress forwarder not started: the sandbox's processes have no network", "err", err)
 	} else {
 		defer stopEgress()
