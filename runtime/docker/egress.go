@@ -1,36 +1,26 @@
 package docker
 
 import (
+	"maps"
 	"path/filepath"
 
 	"github.com/drydockhq/drydock"
+	"github.com/drydockhq/drydock/toolbox"
 )
 
 // Egress. A sandbox has no network interface; its processes reach the
 // network through the orchestrator's egress proxy (package egress), which
 // listens on a unix socket in the sandbox's socket directory, and which
 // toolboxd offers them on the sandbox's own loopback.
-const (
-	egressSocket = "egress.sock"
-	egressListen = "127.0.0.1:3128"
-	// EnvEgressListen and EnvEgressSocket turn toolboxd's forwarder on.
-	EnvEgressListen = "TOOLBOXD_EGRESS_LISTEN"
-	EnvEgressSocket = "TOOLBOXD_EGRESS_SOCKET"
-)
+const egressSocket = "egress.sock"
 
 // egressEnv points toolboxd's forwarder at the proxy's socket and the
-// usual proxy variables at the forwarder, so that curl, pip, npm, git and
-// most HTTP libraries use it. It overrides what the spec sets: there is no
-// other way out.
+// usual proxy variables at the forwarder. It overrides what the spec sets:
+// there is no other way out.
 func egressEnv(env map[string]string) {
-	env[EnvEgressListen] = egressListen
-	env[EnvEgressSocket] = toolboxDir + "/" + egressSocket
-	proxy := "http://" + egressListen
-	for _, k := range []string{"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"} {
-		env[k] = proxy
-	}
-	env["NO_PROXY"] = "localhost,127.0.0.1,::1"
-	env["no_proxy"] = env["NO_PROXY"]
+	maps.Copy(env, toolbox.EgressEnv())
+	env[toolbox.EnvEgressListen] = toolbox.EgressListen
+	env[toolbox.EnvEgressSocket] = toolboxDir + "/" + egressSocket
 }
 
 // EgressSocket is the host path where the sandbox's egress proxy must
