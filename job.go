@@ -72,6 +72,11 @@ type JobSpec struct {
 	// Egress lists the host[:port] destinations the sandbox may reach
 	// (ParseEgressRule); empty means none. It can change while the job runs.
 	Egress []string `json:"egress,omitempty"`
+	// Secrets are environment variables for every process of the
+	// sandbox whose values are masked wherever the job's output goes
+	// (events, errors, the archive). Write-only: a job read back shows
+	// SecretNames only.
+	Secrets SecretValues `json:"secrets,omitempty"`
 }
 
 // Normalize trims the task and fills no defaults: defaults are the server's
@@ -120,6 +125,9 @@ func (s *JobSpec) Validate() error {
 		return Errorf(EINVALID, "context_budget must be between %d and %d tokens (or omitted for the model's default)", MinContextBudget, MaxContextBudget)
 	}
 	if _, err := ParseEgress(s.Egress); err != nil {
+		return err
+	}
+	if err := s.Secrets.Validate(); err != nil {
 		return err
 	}
 	if len(s.Metadata) > MaxMetadataKeys {
@@ -172,6 +180,9 @@ type Job struct {
 	Steps      int        `json:"steps"`
 	Usage      Usage      `json:"usage"`
 	Summary    string     `json:"summary,omitempty"`
+	// SecretNames are the names of the job's secrets, sorted; the values
+	// are never shown.
+	SecretNames []string `json:"secret_names,omitempty"`
 
 	JobSpec
 
@@ -190,6 +201,10 @@ type Job struct {
 	LeaseOwner      string    `json:"-"`
 	LeaseExpiresAt  time.Time `json:"-"`
 	Attempts        int       `json:"-"` // how many times a worker claimed it
+	// SealedSecrets is Secrets encrypted under the server's key (package
+	// secretbox), the only form in which a store keeps them; stores erase
+	// it when the job ends.
+	SealedSecrets []byte `json:"-"`
 }
 
 // JobFilter selects jobs for a list. Cursor is the opaque value returned as
