@@ -25,7 +25,12 @@ const (
 const jobColumns = `id, owner_id, status, created_at, started_at, finished_at, error, summary,
 	task, model, max_steps, timeout_ms, profile, metadata, context_budget, egress,
 	steps, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd,
-	sandbox_id, artifact_key, artifact_size, cancel_requested, lease_owner, lease_expires_at, attempts`
+	sandbox_id, artifact_key, artifact_size, cancel_requested, lease_owner, lease_expires_at, attempts,
+	secret_names, secrets_sealed`
+
+// listColumns is jobColumns without the sealed secrets, which only the
+// worker that runs a job needs (up to 128 KiB a job).
+var listColumns = strings.Replace(jobColumns, "secrets_sealed", "NULL::bytea", 1)
 
 func scanJob(row pgx.Row) (*drydock.Job, error) {
 	var (
@@ -33,13 +38,15 @@ func scanJob(row pgx.Row) (*drydock.Job, error) {
 		started, finished *time.Time
 		leaseExpires      *time.Time
 		metadata, egress  []byte
+		secretNames       []byte
 		timeoutMS         int64
 		status, profile   string
 	)
 	err := row.Scan(&j.ID, &j.OwnerID, &status, &j.CreatedAt, &started, &finished, &j.Error, &j.Summary,
 		&j.Task, &j.Model, &j.MaxSteps, &timeoutMS, &profile, &metadata, &j.ContextBudget, &egress,
 		&j.Steps, &j.Usage.InputTokens, &j.Usage.OutputTokens, &j.Usage.CacheReadTokens, &j.Usage.CacheWriteTokens, &j.Usage.CostUSD,
-		&j.SandboxID, &j.ArtifactKey, &j.ArtifactSize, &j.CancelRequested, &j.LeaseOwner, &leaseExpires, &j.Attempts)
+		&j.SandboxID, &j.ArtifactKey, &j.ArtifactSize, &j.CancelRequested, &j.LeaseOwner, &leaseExpires, &j.Attempts,
+		&secretNames, &j.SealedSecrets)
 	if err != nil {
 		return nil, err
 	}
@@ -60,6 +67,11 @@ func scanJob(row pgx.Row) (*drydock.Job, error) {
 	if egress != nil {
 		if err := json.Unmarshal(egress, &j.Egress); err != nil {
 			return nil, fmt.Errorf("stored egress of job %s: %w", j.ID, err)
+		}
+	}
+	if secretNames != nil {
+		if err := json.Unmarshal(secretNames, &j.SecretNames); err != nil {
+			return nil, fmt.Errorf("stored secret names of job %s: %w", j.ID, err)
 		}
 	}
 	return &j, nil
@@ -93,20 +105,29 @@ func (s *Store) CreateJob(ctx context.Context, job *drydock.Job) error {
 		m := string(b)
 		metadata = &m
 	}
-	egress, err := egressJSON(job.Egress)
+	egress, err := listJSON("egress", job.Egress)
+	if err != nil {
+		return fmt.Errorf("create job %s: %w", job.ID, err)
+	}
+	if err := job.CheckSecretsSealed(); err != nil {
+		return err
+	}
+	secretNames, err := listJSON("secret names", job.SecretNames)
 	if err != nil {
 		return fmt.Errorf("create job %s: %w", job.ID, err)
 	}
 	var created time.Time
 	err = s.pool.QueryRow(ctx, `WITH j AS (
-			INSERT INTO jobs (id, owner_id, status, created_at, task, model, max_steps, timeout_ms, profile, metadata, context_budget, egress, last_seq)
-			VALUES ($1, $2, 'pending', COALESCE($3, now()), $4, $5, $6, $7, $8, $9, $11, $12, 1)
+			INSERT INTO jobs (id, owner_id, status, created_at, task, model, max_steps, timeout_ms, profile, metadata, context_budget, egress,
+				secret_names, secrets_sealed, last_seq)
+			VALUES ($1, $2, 'pending', COALESCE($3, now()), $4, $5, $6, $7, $8, $9, $11, $12, $13, $14, 1)
 			RETURNING id, created_at)
 		INSERT INTO events (job_id, seq, type, time, data)
 		SELECT id, 1, 'status', created_at, $10 FROM j
 		RETURNING time`,
 		job.ID, job.OwnerID, dbTime(job.CreatedAt), job.Task, job.Model, job.MaxSteps,
-		time.Duration(job.Timeout).Milliseconds(), string(job.Profile), metadata, pendingEvent, job.ContextBudget, egress).Scan(&created)
+		time.Duration(job.Timeout).Milliseconds(), string(job.Profile), metadata, pendingEvent, job.ContextBudget, egress,
+		secretNames, job.SealedSecrets).Scan(&created)
 	switch {
 	case isUnique(err):
 		return drydock.Errorf(drydock.ECONFLICT, "job %s already exists", job.ID)
@@ -175,7 +196,7 @@ func (s *Store) ListJobs(ctx context.Context, f drydock.JobFilter) ([]*drydock.J
 		}
 		where = append(where, "id < "+arg(after))
 	}
-	q := `SELECT ` + jobColumns + ` FROM jobs`
+	q := `SELECT ` + listColumns + ` FROM jobs`
 	if len(where) > 0 {
 		q += " WHERE " + strings.Join(where, " AND ")
 	}
@@ -255,14 +276,15 @@ func wrapErr(op string, err error) error {
 	return fmt.Errorf("%s: %w", op, err)
 }
 
-// egressJSON encodes an allowlist as its column value: NULL when empty.
-func egressJSON(list []string) (*string, error) {
+// listJSON encodes a list (egress allowlist, secret names) as its column
+// value: NULL when empty.
+func listJSON(what string, list []string) (*string, error) {
 	if len(list) == 0 {
 		return nil, nil
 	}
 	b, err := json.Marshal(list)
 	if err != nil {
-		return nil, fmt.Errorf("encode egress: %w", err)
+		return nil, fmt.Errorf("encode %s: %w", what, err)
 	}
 	e := string(b)
 	return &e, nil

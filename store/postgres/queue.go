@@ -191,7 +191,7 @@ func (s *Store) FinishJob(ctx context.Context, id, owner string, r drydock.JobRe
 			UPDATE jobs SET status = $3, error = $4, summary = $5, finished_at = now(),
 				artifact_key = CASE WHEN $6::text = '' THEN artifact_key ELSE $6::text END,
 				artifact_size = CASE WHEN $6::text = '' THEN artifact_size ELSE $7::bigint END,
-				lease_owner = '', lease_expires_at = NULL, last_seq = last_seq + 1
+				lease_owner = '', lease_expires_at = NULL, last_seq = last_seq + 1, secrets_sealed = NULL
 			WHERE `+leaseHeld+`
 			RETURNING id, last_seq, finished_at)
 		INSERT INTO events (job_id, seq, type, time, data)
@@ -240,7 +240,7 @@ func (s *Store) CancelJob(ctx context.Context, id string) (*drydock.Job, error) 
 		case drydock.StatusPending:
 			j, err = scanJob(tx.QueryRow(ctx, `WITH j AS (
 					UPDATE jobs SET status = 'cancelled', finished_at = now(), cancel_requested = TRUE,
-						last_seq = last_seq + 1
+						last_seq = last_seq + 1, secrets_sealed = NULL
 					WHERE id = $1 RETURNING *
 				), e AS (
 					INSERT INTO events (job_id, seq, type, time, data)
@@ -273,7 +273,7 @@ func (s *Store) SetEgress(ctx context.Context, id string, egress []string) (*dry
 	if badKey(id) {
 		return nil, notFound(id)
 	}
-	list, err := egressJSON(egress)
+	list, err := listJSON("egress", egress)
 	if err != nil {
 		return nil, err
 	}

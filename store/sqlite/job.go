@@ -23,7 +23,12 @@ const (
 const jobColumns = `id, owner_id, status, created_at, started_at, finished_at, error, summary,
 	task, model, max_steps, timeout_ms, profile, metadata, context_budget, egress,
 	steps, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd,
-	sandbox_id, artifact_key, artifact_size, cancel_requested, lease_owner, lease_expires_at, attempts`
+	sandbox_id, artifact_key, artifact_size, cancel_requested, lease_owner, lease_expires_at, attempts,
+	secret_names, secrets_sealed`
+
+// listColumns is jobColumns without the sealed secrets, which only the
+// worker that runs a job needs (up to 128 KiB a job).
+var listColumns = strings.Replace(jobColumns, "secrets_sealed", "NULL", 1)
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -34,13 +39,15 @@ func scanJob(row scanner) (*drydock.Job, error) {
 		started, finished sql.NullString
 		leaseExpires      sql.NullString
 		metadata, egress  sql.NullString
+		secretNames       sql.NullString
 		timeoutMS         int64
 		status, profile   string
 	)
 	err := row.Scan(&j.ID, &j.OwnerID, &status, &created, &started, &finished, &j.Error, &j.Summary,
 		&j.Task, &j.Model, &j.MaxSteps, &timeoutMS, &profile, &metadata, &j.ContextBudget, &egress,
 		&j.Steps, &j.Usage.InputTokens, &j.Usage.OutputTokens, &j.Usage.CacheReadTokens, &j.Usage.CacheWriteTokens, &j.Usage.CostUSD,
-		&j.SandboxID, &j.ArtifactKey, &j.ArtifactSize, &j.CancelRequested, &j.LeaseOwner, &leaseExpires, &j.Attempts)
+		&j.SandboxID, &j.ArtifactKey, &j.ArtifactSize, &j.CancelRequested, &j.LeaseOwner, &leaseExpires, &j.Attempts,
+		&secretNames, &j.SealedSecrets)
 	if err != nil {
 		return nil, err
 	}
@@ -71,6 +78,11 @@ func scanJob(row scanner) (*drydock.Job, error) {
 			return nil, fmt.Errorf("stored egress of job %s: %w", j.ID, err)
 		}
 	}
+	if secretNames.Valid {
+		if err := json.Unmarshal([]byte(secretNames.String), &j.SecretNames); err != nil {
+			return nil, fmt.Errorf("stored secret names of job %s: %w", j.ID, err)
+		}
+	}
 	return &j, nil
 }
 
@@ -94,7 +106,14 @@ func (s *Store) CreateJob(ctx context.Context, job *drydock.Job) error {
 		}
 		metadata = string(b)
 	}
-	egress, err := egressJSON(job.Egress)
+	egress, err := listJSON("egress", job.Egress)
+	if err != nil {
+		return fmt.Errorf("create job %s: %w", job.ID, err)
+	}
+	if err := job.CheckSecretsSealed(); err != nil {
+		return err
+	}
+	secretNames, err := listJSON("secret names", job.SecretNames)
 	if err != nil {
 		return fmt.Errorf("create job %s: %w", job.ID, err)
 	}
@@ -103,10 +122,12 @@ func (s *Store) CreateJob(ctx context.Context, job *drydock.Job) error {
 
 	err = s.w.do(ctx, func(ctx context.Context, tx *wtx) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO jobs
-			(id, owner_id, status, created_at, task, model, max_steps, timeout_ms, profile, metadata, context_budget, egress, last_seq)
-			VALUES (?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?, ?, 1)`,
+			(id, owner_id, status, created_at, task, model, max_steps, timeout_ms, profile, metadata, context_budget, egress,
+			 secret_names, secrets_sealed, last_seq)
+			VALUES (?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1)`,
 			job.ID, job.OwnerID, createdText, job.Task, job.Model, job.MaxSteps,
-			time.Duration(job.Timeout).Milliseconds(), string(job.Profile), metadata, job.ContextBudget, egress)
+			time.Duration(job.Timeout).Milliseconds(), string(job.Profile), metadata, job.ContextBudget, egress,
+			secretNames, job.SealedSecrets)
 		if isConstraint(err) {
 			return drydock.Errorf(drydock.ECONFLICT, "job %s already exists", job.ID)
 		}
@@ -176,7 +197,7 @@ func (s *Store) ListJobs(ctx context.Context, f drydock.JobFilter) ([]*drydock.J
 		where = append(where, "id < ?")
 		args = append(args, after)
 	}
-	q := `SELECT ` + jobColumns + ` FROM jobs`
+	q := `SELECT ` + listColumns + ` FROM jobs`
 	if len(where) > 0 {
 		q += " WHERE " + strings.Join(where, " AND ")
 	}
@@ -250,14 +271,15 @@ func wrapErr(op string, err error) error {
 	return fmt.Errorf("%s: %w", op, err)
 }
 
-// egressJSON encodes an allowlist as its column value: NULL when empty.
-func egressJSON(list []string) (*string, error) {
+// listJSON encodes a list (egress allowlist, secret names) as its column
+// value: NULL when empty.
+func listJSON(what string, list []string) (*string, error) {
 	if len(list) == 0 {
 		return nil, nil
 	}
 	b, err := json.Marshal(list)
 	if err != nil {
-		return nil, fmt.Errorf("encode egress: %w", err)
+		return nil, fmt.Errorf("encode %s: %w", what, err)
 	}
 	e := string(b)
 	return &e, nil

@@ -199,7 +199,7 @@ func (s *Store) FinishJob(ctx context.Context, id, owner string, r drydock.JobRe
 		err := tx.QueryRowContext(ctx, `UPDATE jobs SET status = ?, error = ?, summary = ?, finished_at = ?,
 				artifact_key = CASE WHEN ? = '' THEN artifact_key ELSE ? END,
 				artifact_size = CASE WHEN ? = '' THEN artifact_size ELSE ? END,
-				lease_owner = '', lease_expires_at = NULL, last_seq = last_seq + 1
+				lease_owner = '', lease_expires_at = NULL, last_seq = last_seq + 1, secrets_sealed = NULL
 			WHERE id = ? AND `+leaseHeld+` RETURNING last_seq`,
 			string(r.Status), r.Error, r.Summary, t,
 			r.ArtifactKey, r.ArtifactKey, r.ArtifactKey, r.ArtifactSize,
@@ -249,7 +249,7 @@ func (s *Store) CancelJob(ctx context.Context, id string) (*drydock.Job, error) 
 		case drydock.StatusPending:
 			t := fmtTime(now())
 			j, err = scanJob(tx.QueryRowContext(ctx, `UPDATE jobs SET status = 'cancelled', finished_at = ?,
-				cancel_requested = TRUE, last_seq = last_seq + 1 WHERE id = ? RETURNING `+jobColumns, t, id))
+				cancel_requested = TRUE, last_seq = last_seq + 1, secrets_sealed = NULL WHERE id = ? RETURNING `+jobColumns, t, id))
 			if err != nil {
 				return err
 			}
@@ -280,7 +280,7 @@ func (s *Store) CancelJob(ctx context.Context, id string) (*drydock.Job, error) 
 
 // SetEgress replaces the allowlist of a job that has not finished.
 func (s *Store) SetEgress(ctx context.Context, id string, egress []string) (*drydock.Job, error) {
-	list, err := egressJSON(egress)
+	list, err := listJSON("egress", egress)
 	if err != nil {
 		return nil, err
 	}

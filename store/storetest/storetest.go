@@ -48,6 +48,7 @@ func Run(t *testing.T, newStore func(t *testing.T) drydock.Store, opts ...Option
 		{"Cancel", s.cancelTests()},
 		{"Events", s.eventTests()},
 		{"Tokens", s.tokenTests()},
+		{"Secrets", s.secretTests()},
 		{"Durability", s.durabilityTests()},
 	}
 	for _, g := range groups {

@@ -1,0 +1,158 @@
+package storetest
+
+import (
+	"bytes"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/drydockhq/drydock"
+)
+
+func (s *suite) secretTests() map[string]func(t *testing.T) {
+	return map[string]func(t *testing.T){
+		"SealedRoundTrip":      s.testSecretsRoundTrip,
+		"PlainRefused":         s.testSecretsPlainRefused,
+		"ErasedWhenFinished":   s.testSecretsErasedWhenFinished,
+		"ErasedWhenCancelled":  s.testSecretsErasedWhenCancelled,
+		"KeptWhileCancelling":  s.testSecretsKeptWhileCancelling,
+		"NotInListedJobs":      s.testSecretsNotListed,
+		"NoSecretsStaysEmpty":  s.testNoSecrets,
+		"LargestSealedSecrets": s.testLargestSealedSecrets,
+	}
+}
+
+// sealed stands for a value secretbox sealed: any bytes, NUL and invalid
+// UTF-8 included.
+var sealed = []byte{1, 0, 0xff, 0xfe, 'x', 0, 7, 0x80}
+
+func newSecretJob(t *testing.T) *drydock.Job {
+	j := newJob(t, "owner")
+	j.SecretNames = []string{"API_TOKEN", "GITHUB_TOKEN"}
+	j.SealedSecrets = bytes.Clone(sealed)
+	return j
+}
+
+func sameSecrets(t *testing.T, what string, j *drydock.Job, names []string, sealedWant []byte) {
+	t.Helper()
+	if !slices.Equal(j.SecretNames, names) {
+		t.Errorf("%s: SecretNames = %v; want %v", what, j.SecretNames, names)
+	}
+	if !bytes.Equal(j.SealedSecrets, sealedWant) {
+		t.Errorf("%s: SealedSecrets = %x; want %x", what, j.SealedSecrets, sealedWant)
+	}
+	if j.Secrets != nil {
+		t.Errorf("%s: a stored job came back with plain secrets", what)
+	}
+}
+
+func (s *suite) testSecretsRoundTrip(t *testing.T) {
+	st := s.newStore(t)
+	j := newSecretJob(t)
+	// The plain values ride along on a job being created; a store keeps
+	// only the sealed form.
+	j.Secrets = drydock.SecretValues{"API_TOKEN": "value-one-1", "GITHUB_TOKEN": "value-two-2"}
+	mustCreate(t, st, j)
+	names := []string{"API_TOKEN", "GITHUB_TOKEN"}
+	sameSecrets(t, "GetJob", mustGet(t, st, j.ID), names, sealed)
+	c := mustClaim(t, st, "w", time.Hour)
+	sameSecrets(t, "ClaimJob", c, names, sealed)
+	r, err := st.RenewLease(t.Context(), j.ID, "w", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameSecrets(t, "RenewLease", r, names, sealed)
+}
+
+func (s *suite) testSecretsPlainRefused(t *testing.T) {
+	st := s.newStore(t)
+	j := newJob(t, "owner")
+	j.Secrets = drydock.SecretValues{"API_TOKEN": "value-one-1"}
+	j.SecretNames = []string{"API_TOKEN"}
+	if err := st.CreateJob(t.Context(), j); err == nil {
+		t.Fatal("CreateJob stored a job whose secrets were not sealed")
+	}
+	if _, err := st.GetJob(t.Context(), j.ID); drydock.ErrorCode(err) != drydock.ENOTFOUND {
+		t.Fatalf("a refused job is stored anyway: %v", err)
+	}
+	k := newJob(t, "owner")
+	k.SealedSecrets = sealed
+	if err := st.CreateJob(t.Context(), k); err == nil {
+		t.Fatal("CreateJob stored sealed secrets without their names")
+	}
+}
+
+func (s *suite) testSecretsErasedWhenFinished(t *testing.T) {
+	for _, status := range []drydock.JobStatus{drydock.StatusComplete, drydock.StatusError, drydock.StatusCancelled} {
+		st := s.newStore(t)
+		j := mustCreate(t, st, newSecretJob(t))
+		mustClaim(t, st, "w", time.Hour)
+		if err := st.FinishJob(t.Context(), j.ID, "w", drydock.JobResult{Status: status}); err != nil {
+			t.Fatal(err)
+		}
+		// The names stay: they say what the job had.
+		sameSecrets(t, "finished "+string(status), mustGet(t, st, j.ID), j.SecretNames, nil)
+	}
+}
+
+func (s *suite) testSecretsErasedWhenCancelled(t *testing.T) {
+	st := s.newStore(t)
+	j := mustCreate(t, st, newSecretJob(t))
+	got, err := st.CancelJob(t.Context(), j.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status != drydock.StatusCancelled {
+		t.Fatalf("status %s; want cancelled", got.Status)
+	}
+	sameSecrets(t, "CancelJob's answer", got, j.SecretNames, nil)
+	sameSecrets(t, "cancelled while pending", mustGet(t, st, j.ID), j.SecretNames, nil)
+}
+
+func (s *suite) testSecretsKeptWhileCancelling(t *testing.T) {
+	st := s.newStore(t)
+	j := mustCreate(t, st, newSecretJob(t))
+	mustClaim(t, st, "w", time.Hour)
+	if _, err := st.CancelJob(t.Context(), j.ID); err != nil {
+		t.Fatal(err)
+	}
+	// A running job is only flagged; its worker still needs the secrets
+	// until it finishes the job.
+	sameSecrets(t, "cancel requested", mustGet(t, st, j.ID), j.SecretNames, sealed)
+}
+
+func (s *suite) testSecretsNotListed(t *testing.T) {
+	st := s.newStore(t)
+	j := mustCreate(t, st, newSecretJob(t))
+	jobs, _, err := st.ListJobs(t.Context(), drydock.JobFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(jobs) != 1 || jobs[0].ID != j.ID {
+		t.Fatalf("ListJobs = %d jobs", len(jobs))
+	}
+	// Only the worker that runs a job needs the sealed value.
+	sameSecrets(t, "ListJobs", jobs[0], j.SecretNames, nil)
+}
+
+func (s *suite) testNoSecrets(t *testing.T) {
+	st := s.newStore(t)
+	j := mustCreate(t, st, newJob(t, "owner"))
+	got := mustGet(t, st, j.ID)
+	if len(got.SecretNames) != 0 || len(got.SealedSecrets) != 0 {
+		t.Fatalf("a job without secrets has names %v, sealed %x", got.SecretNames, got.SealedSecrets)
+	}
+}
+
+func (s *suite) testLargestSealedSecrets(t *testing.T) {
+	st := s.newStore(t)
+	j := newJob(t, "owner")
+	for i := range drydock.MaxSecrets {
+		j.SecretNames = append(j.SecretNames, "S"+string(rune('A'+i%26))+string(rune('A'+i/26)))
+	}
+	slices.Sort(j.SecretNames)
+	// 32 values of 4 KiB, JSON-encoded and sealed: a little over 128 KiB.
+	j.SealedSecrets = bytes.Repeat([]byte{0, 0xff, 'a', '"'}, (drydock.MaxSecrets*(drydock.MaxSecretValueLen+64))/4)
+	mustCreate(t, st, j)
+	sameSecrets(t, "largest", mustGet(t, st, j.ID), j.SecretNames, j.SealedSecrets)
+}
