@@ -141,3 +141,15 @@ func (j Job) MarshalJSON() ([]byte, error) {
 		Secrets *struct{} `json:"secrets,omitempty"`
 	}{plain: plain(j)})
 }
+
+// CheckSecretsSealed is the check a Store makes before it keeps a job: the
+// values only sealed (Secrets itself is never stored), with their names.
+func (j *Job) CheckSecretsSealed() error {
+	if len(j.Secrets) > 0 && len(j.SealedSecrets) == 0 {
+		return Errorf(EINTERNAL, "job %s: secrets must be sealed before the job is stored", j.ID)
+	}
+	if len(j.SealedSecrets) > 0 && len(j.SecretNames) == 0 {
+		return Errorf(EINTERNAL, "job %s: sealed secrets without their names", j.ID)
+	}
+	return nil
+}
