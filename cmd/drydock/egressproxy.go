@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/netip"
 	"strings"
 
@@ -15,6 +16,7 @@ import (
 // EgressOptions configure the egress proxy sandboxes reach the network
 // through.
 type EgressOptions struct {
+	Listen  string   `env:"DRYDOCK_EGRESS_LISTEN" placeholder:"ADDR" help:"Serve the egress gateway on this address (e.g. :3129): Kubernetes sandbox pods reach the network only through it, and it applies each job's allowlist by host name. Needed with --runtime kubernetes for jobs with egress; the pods dial --kube-egress-gateway."`
 	Private []string `env:"DRYDOCK_EGRESS_PRIVATE" placeholder:"CIDR" help:"Non-public addresses (CIDRs or addresses, comma-separated) that jobs' egress rules may reach, e.g. an internal package mirror. Loopback, private and link-local addresses are refused otherwise, whatever a job's list says."`
 }
 
@@ -25,11 +27,14 @@ type egressSocketer interface {
 }
 
 // egressWiring connects the proxy to the store (the lists), the runtime
-// (where each sandbox's socket goes) and the event log (refusals).
+// (where each sandbox's socket goes, or who a gateway's caller is) and the
+// event log (refusals).
 type egressWiring struct {
-	proxy *egress.Proxy
-	rt    drydock.Runtime
-	log   *slog.Logger
+	proxy   *egress.Proxy
+	gateway *egress.Gateway // nil without --egress-listen
+	rt      drydock.Runtime
+	st      drydock.Store
+	log     *slog.Logger
 }
 
 func parsePrivate(list []string) ([]netip.Prefix, error) {
@@ -79,37 +84,71 @@ func newEgressWiring(opts EgressOptions, st drydock.Store, rt drydock.Runtime, l
 	if f, ok := rt.(forgetful); ok {
 		rt = f.Runtime
 	}
-	return &egressWiring{proxy: proxy, rt: rt, log: log.With("component", "egress")}, nil
+	e := &egressWiring{proxy: proxy, rt: rt, st: st, log: log.With("component", "egress")}
+	if opts.Listen != "" {
+		ln, err := net.Listen("tcp", opts.Listen)
+		if err != nil {
+			return nil, fmt.Errorf("--egress-listen %s: %w", opts.Listen, err)
+		}
+		e.gateway = proxy.NewGateway(egress.GatewayConfig{Identify: e.identify})
+		go e.gateway.Serve(ln)
+		e.log.Info("egress gateway listening", "address", ln.Addr().String())
+	}
+	return e, nil
+}
+
+// identify is the gateway's lookup: the sandbox's token from the runtime,
+// and its job, which must still have this sandbox as its own (a sandbox
+// that outlived its job, or a job that moved on to another, gets nothing).
+func (e *egressWiring) identify(ctx context.Context, sandboxID string) (string, string, error) {
+	sb, err := e.rt.Get(ctx, sandboxID)
+	if err != nil {
+		return "", "", err
+	}
+	jobID := sb.Labels[drydock.LabelJob]
+	if jobID == "" {
+		return "", "", fmt.Errorf("sandbox %s belongs to no job", sandboxID)
+	}
+	job, err := e.st.GetJob(ctx, jobID)
+	if err != nil {
+		return "", "", err
+	}
+	if job.SandboxID != sandboxID {
+		return "", "", fmt.Errorf("sandbox %s is not job %s's current sandbox", sandboxID, jobID)
+	}
+	return jobID, sb.Token, nil
+}
+
+// Close stops the gateway.
+func (e *egressWiring) Close() error {
+	if e.gateway == nil {
+		return nil
+	}
+	return e.gateway.Close()
 }
 
 type nopCloser struct{}
 
 func (nopCloser) Close() error { return nil }
 
-// Open is runner.Deps.Egress: the sandbox's proxy listener, or its
-// runtime's policy brought up to the job's list (a warm or reattached pod).
+// Open is runner.Deps.Egress: the sandbox's proxy listener. A sandbox that
+// reaches a gateway needs nothing opened (the gateway asks who it is on
+// each connection), and the local runtime isolates nothing, the network
+// included.
 func (e *egressWiring) Open(ctx context.Context, job *drydock.Job, sb *drydock.Sandbox) (io.Closer, error) {
-	switch rt := e.rt.(type) {
-	case egressSocketer:
+	if rt, ok := e.rt.(egressSocketer); ok {
 		path, err := rt.EgressSocket(sb)
 		if err != nil {
 			return nil, err
 		}
 		return e.proxy.Listen(job.ID, path)
-	case egress.Updater:
-		return nopCloser{}, rt.UpdateEgress(ctx, sb.ID, job.Egress)
 	}
-	// The local runtime isolates nothing, the network included.
 	return nopCloser{}, nil
 }
 
-// Changed is api.Config.EgressChanged. Replicas that run the job but did
-// not serve the change see it within the proxy's cache and recheck times.
+// Changed is api.Config.EgressChanged. Replicas that run the job (or serve
+// its gateway connections) but did not serve the change see it within the
+// proxy's cache and recheck times.
 func (e *egressWiring) Changed(ctx context.Context, job *drydock.Job) {
 	e.proxy.Changed(job.ID)
-	if u, ok := e.rt.(egress.Updater); ok && job.SandboxID != "" {
-		if err := u.UpdateEgress(ctx, job.SandboxID, job.Egress); err != nil {
-			e.log.Warn("update the sandbox's network policy", "job_id", job.ID, "sandbox_id", job.SandboxID, "err", err)
-		}
-	}
 }

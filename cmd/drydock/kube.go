@@ -22,6 +22,8 @@ type KubeOptions struct {
 	KubeToolboxPort        int32             `default:"7070" env:"DRYDOCK_KUBE_TOOLBOX_PORT" help:"TCP port of toolboxd in sandbox pods."`
 	KubeOrchestratorNS     string            `name:"kube-orchestrator-namespace" env:"POD_NAMESPACE" help:"Namespace of the orchestrator's pods, which alone may reach toolboxd (default: the sandbox namespace)."`
 	KubeImagePullPolicy    string            `default:"IfNotPresent" enum:"Always,IfNotPresent,Never" env:"DRYDOCK_KUBE_IMAGE_PULL_POLICY" help:"Pull policy of sandbox images."`
+	KubeEgressGateway      string            `env:"DRYDOCK_KUBE_EGRESS_GATEWAY" placeholder:"HOST:PORT" help:"Where sandbox pods reach the orchestrators' egress gateway (--egress-listen), e.g. the Service drydock-egress.drydock.svc:3129. Resolved by the orchestrator, so pods need no DNS. Without it pods have no network at all and jobs with egress are refused."`
+	KubeEgressGatewayPort  int32             `env:"DRYDOCK_KUBE_EGRESS_GATEWAY_PORT" help:"Port of the orchestrator's pods that sandbox NetworkPolicies open for the gateway (default: the port of --kube-egress-gateway)."`
 	KubeOrchestratorLabels map[string]string `env:"DRYDOCK_KUBE_ORCHESTRATOR_LABELS" help:"Labels of the orchestrator's pods (default: app.kubernetes.io/name=drydock,app.kubernetes.io/component=orchestrator)."`
 }
 
@@ -41,15 +43,17 @@ func kubernetesRuntime(ctx context.Context, k KubeOptions, nodeID string, images
 		return nil, fmt.Errorf("kubernetes runtime: client: %w", err)
 	}
 	rt, err := k8sruntime.New(k8sruntime.Options{
-		Client:           cs,
-		Namespace:        k.KubeNamespace,
-		ServerID:         nodeID,
-		Images:           images,
-		ImagePullPolicy:  corev1.PullPolicy(k.KubeImagePullPolicy),
-		RuntimeClassName: k.KubeRuntimeClass,
-		ToolboxPort:      k.KubeToolboxPort,
-		Orchestrator:     k8sruntime.Peer{Namespace: k.KubeOrchestratorNS, Labels: k.KubeOrchestratorLabels},
-		Logger:           log,
+		Client:            cs,
+		Namespace:         k.KubeNamespace,
+		ServerID:          nodeID,
+		Images:            images,
+		ImagePullPolicy:   corev1.PullPolicy(k.KubeImagePullPolicy),
+		RuntimeClassName:  k.KubeRuntimeClass,
+		ToolboxPort:       k.KubeToolboxPort,
+		Orchestrator:      k8sruntime.Peer{Namespace: k.KubeOrchestratorNS, Labels: k.KubeOrchestratorLabels},
+		EgressGateway:     k.KubeEgressGateway,
+		EgressGatewayPort: k.KubeEgressGatewayPort,
+		Logger:            log,
 	})
 	if err != nil {
 		return nil, err
@@ -57,6 +61,9 @@ func kubernetesRuntime(ctx context.Context, k KubeOptions, nodeID string, images
 	if _, err := rt.List(ctx, map[string]string{drydock.LabelManaged: "true"}); err != nil {
 		return nil, fmt.Errorf("cannot list sandboxes in namespace %s at %s: %w; check the kubeconfig and that the service account has the Role in deploy/kubernetes", rt.Namespace(), cfg.Host, err)
 	}
-	log.Info("kubernetes runtime", "api", cfg.Host, "namespace", rt.Namespace(), "runtime_class", k.KubeRuntimeClass)
+	if k.KubeEgressGateway == "" {
+		log.Warn("kubernetes runtime without --kube-egress-gateway: sandbox pods have no network, and jobs with egress are refused")
+	}
+	log.Info("kubernetes runtime", "api", cfg.Host, "namespace", rt.Namespace(), "runtime_class", k.KubeRuntimeClass, "egress_gateway", k.KubeEgressGateway)
 	return rt, nil
 }

@@ -201,6 +201,7 @@ func (c *ServerCmd) Run(g *Globals) error {
 	if err != nil {
 		return err
 	}
+	defer eg.Close()
 	run := runner.New(rcfg, runner.Deps{
 		Store: ws, Runtime: rt, Agent: ag, Artifacts: artifacts,
 		Toolbox: func(sb *drydock.Sandbox) runner.Toolbox { return toolboxConn{pool.Get(sb)} },

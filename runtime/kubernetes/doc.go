@@ -10,11 +10,14 @@
 //     removes it at start (never the environment, which the sandbox's
 //     processes can read through PID 1);
 //   - a NetworkPolicy that lets only the orchestrator's pods reach toolboxd's
-//     port and denies all egress unless the spec allows destinations;
-//     UpdateEgress rewrites its egress rules when a job's list changes. A
-//     NetworkPolicy matches addresses, not names: a host name rule opens
-//     its port to every public address (the egress proxy that filters by
-//     name on Docker and Podman is not deployed in clusters yet);
+//     port, and lets the pod reach nothing but the orchestrator's egress
+//     gateway port (Options.EgressGateway; nothing at all without one). The
+//     gateway (package egress) applies the job's allowlist by host name on
+//     every connection, as the socket proxy does on Docker: a NetworkPolicy
+//     matches addresses only, so the list itself never becomes policy, and
+//     a change of list needs no change of any object. toolboxd forwards the
+//     pod's 127.0.0.1:3128 to the gateway (TOOLBOXD_EGRESS_GATEWAY), with a
+//     hello that names the sandbox and proves its token;
 //   - the Pod: uid/gid 1000, runAsNonRoot, no privilege escalation, all
 //     capabilities dropped, read-only root, the runtime's default seccomp
 //     profile, no service account token, no service links, CPU, memory and

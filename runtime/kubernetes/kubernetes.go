@@ -7,13 +7,15 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"net"
+	"net/netip"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/validate/content"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -86,9 +88,19 @@ type Options struct {
 	ToolboxPort int32
 	// Orchestrator selects the pods allowed to reach toolboxd.
 	Orchestrator Peer
-	// DNS are the peers a sandbox may query when its egress names hosts;
-	// nil means DefaultDNS.
-	DNS []networkingv1.NetworkPolicyPeer
+	// EgressGateway is the host:port at which sandbox pods reach the
+	// orchestrator's egress gateway (drydock server --egress-listen),
+	// usually a Service in front of the orchestrator's pods. A pod's only
+	// way out is through it: toolboxd forwards the pod's proxy port there,
+	// and the gateway applies the job's allowlist by name, as on Docker. A
+	// host name is resolved by the runtime at each Create, so that pods
+	// need no DNS. Empty means pods have no way out at all, and a sandbox
+	// whose spec asks for egress is refused.
+	EgressGateway string
+	// EgressGatewayPort is the port of the orchestrator's pods that the
+	// sandbox's NetworkPolicy opens for the gateway; 0 means the port of
+	// EgressGateway (a Service whose port equals its targetPort).
+	EgressGatewayPort int32
 	// StartTimeout bounds how long Create waits for the pod to run (image
 	// pull and scheduling included); 0 means 5 minutes.
 	StartTimeout time.Duration
@@ -147,7 +159,9 @@ type Runtime struct {
 	opts      Options
 	namespace string
 	port      int32
-	dns       []networkingv1.NetworkPolicyPeer
+	gwHost    string // of Options.EgressGateway; "" without a gateway
+	gwPort    int32  // pods dial this port of gwHost
+	gwPodPort int32  // and the policy opens this one
 	log       *slog.Logger
 }
 
@@ -192,16 +206,29 @@ func New(opts Options) (*Runtime, error) {
 	if opts.DeleteTimeout == 0 {
 		opts.DeleteTimeout = time.Minute
 	}
-	dns := opts.DNS
-	if dns == nil {
-		dns = DefaultDNS
+	var gwHost string
+	var gwPort, gwPodPort int32
+	if opts.EgressGateway != "" {
+		h, p, err := net.SplitHostPort(opts.EgressGateway)
+		n, perr := strconv.ParseUint(p, 10, 16)
+		if err != nil || perr != nil || n == 0 || h == "" {
+			return nil, fmt.Errorf("kubernetes runtime: egress gateway %q: want host:port, e.g. drydock-egress.drydock.svc:3129", opts.EgressGateway)
+		}
+		gwHost, gwPort, gwPodPort = h, int32(n), int32(n)
+		if opts.EgressGatewayPort != 0 {
+			gwPodPort = opts.EgressGatewayPort
+		}
+		if gwPodPort < 1 || gwPodPort > 65535 {
+			return nil, fmt.Errorf("kubernetes runtime: egress gateway port %d out of range", gwPodPort)
+		}
 	}
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Runtime{
-		cs: opts.Client, opts: opts, namespace: ns, port: port, dns: dns,
+		cs: opts.Client, opts: opts, namespace: ns, port: port,
+		gwHost: gwHost, gwPort: gwPort, gwPodPort: gwPodPort,
 		log: log.With("component", "runtime.kubernetes", "namespace", ns),
 	}, nil
 }
@@ -221,12 +248,8 @@ func (r *Runtime) Create(ctx context.Context, spec drydock.SandboxSpec) (*drydoc
 	if err := spec.Check(); err != nil {
 		return nil, err
 	}
-	var egress []networkingv1.NetworkPolicyEgressRule
-	if len(spec.Egress) > 0 {
-		var err error
-		if egress, err = r.egressRules(spec.Egress); err != nil {
-			return nil, err
-		}
+	if len(spec.Egress) > 0 && r.gwHost == "" {
+		return nil, drydock.Errorf(drydock.EINVALID, "this server runs sandboxes on Kubernetes without an egress gateway, so a job cannot reach the network; start the server with --egress-listen and --kube-egress-gateway (see deploy/kubernetes), or schedule the job without egress")
 	}
 	for k := range spec.Env {
 		if errs := validation.IsEnvVarName(k); len(errs) > 0 {
@@ -245,10 +268,14 @@ func (r *Runtime) Create(ctx context.Context, spec drydock.SandboxSpec) (*drydoc
 		return nil, err
 	}
 
+	gateway, err := r.gateway(ctx)
+	if err != nil {
+		return nil, err
+	}
 	id := "drydock-" + drydock.RandomHex(8)
 	token, vnc := drydock.NewSandboxToken(), drydock.NewVNCPassword()
 	domain := r.domainLabels(spec)
-	sb, err := r.create(ctx, id, img, spec, res, domain, egress, token, vnc)
+	sb, err := r.create(ctx, id, img, spec, res, domain, gateway, token, vnc)
 	if err != nil {
 		// Nothing may be left behind: a context cancelled mid-create must
 		// not keep the cleanup from running.
@@ -264,15 +291,15 @@ func (r *Runtime) Create(ctx context.Context, spec drydock.SandboxSpec) (*drydoc
 	return sb, nil
 }
 
-func (r *Runtime) create(ctx context.Context, id, img string, spec drydock.SandboxSpec, res drydock.Resources, domain map[string]string, egress []networkingv1.NetworkPolicyEgressRule, token, vnc string) (*drydock.Sandbox, error) {
+func (r *Runtime) create(ctx context.Context, id, img string, spec drydock.SandboxSpec, res drydock.Resources, domain map[string]string, gateway, token, vnc string) (*drydock.Sandbox, error) {
 	sec, err := r.cs.CoreV1().Secrets(r.namespace).Create(ctx, r.secret(id, domain, token, vnc), metav1.CreateOptions{})
 	if err != nil {
 		return nil, apiError(fmt.Sprintf("create sandbox %s: secret", id), err)
 	}
-	if _, err := r.cs.NetworkingV1().NetworkPolicies(r.namespace).Create(ctx, r.networkPolicy(id, domain, egress), metav1.CreateOptions{}); err != nil {
+	if _, err := r.cs.NetworkingV1().NetworkPolicies(r.namespace).Create(ctx, r.networkPolicy(id, domain), metav1.CreateOptions{}); err != nil {
 		return nil, apiError(fmt.Sprintf("create sandbox %s: network policy", id), err)
 	}
-	pod, err := r.cs.CoreV1().Pods(r.namespace).Create(ctx, r.pod(id, img, spec, res, domain), metav1.CreateOptions{})
+	pod, err := r.cs.CoreV1().Pods(r.namespace).Create(ctx, r.pod(id, img, spec, res, domain, gateway), metav1.CreateOptions{})
 	if err != nil {
 		if apierrors.IsInvalid(err) || apierrors.IsForbidden(err) {
 			// Admission (Pod Security, quotas, a missing RuntimeClass)
@@ -295,6 +322,26 @@ func (r *Runtime) create(ctx context.Context, id, img string, spec drydock.Sandb
 		return nil, fmt.Errorf("create sandbox %s: %w", id, err)
 	}
 	return r.sandboxFrom(pod, sec), nil
+}
+
+// gateway is the address pods dial for the egress gateway ("" without
+// one). A name is resolved here, by the orchestrator, so that sandboxes
+// need no DNS, which would be a way out of its own.
+func (r *Runtime) gateway(ctx context.Context) (string, error) {
+	if r.gwHost == "" {
+		return "", nil
+	}
+	port := strconv.Itoa(int(r.gwPort))
+	if a, err := netip.ParseAddr(r.gwHost); err == nil {
+		return net.JoinHostPort(a.String(), port), nil
+	}
+	lctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	addrs, err := net.DefaultResolver.LookupNetIP(lctx, "ip", r.gwHost)
+	if err != nil || len(addrs) == 0 {
+		return "", drydock.Errorf(drydock.EUNAVAILABLE, "the egress gateway's name %s does not resolve (%v); check --kube-egress-gateway and its Service", r.gwHost, err)
+	}
+	return net.JoinHostPort(addrs[0].Unmap().String(), port), nil
 }
 
 // adopt makes the pod the owner of its Secret and NetworkPolicy.

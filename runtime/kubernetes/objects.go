@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"maps"
 	"net"
-	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
@@ -158,7 +157,7 @@ func (r *Runtime) secret(id string, domain map[string]string, token, vnc string)
 // limit (an OOM kill instead of a full disk) and to the node's RAM. The
 // kubelet enforces sizeLimit by evicting the pod, and ephemeral-storage
 // limits cover the same bytes for scheduling.
-func (r *Runtime) pod(id, image string, spec drydock.SandboxSpec, res drydock.Resources, domain map[string]string) *corev1.Pod {
+func (r *Runtime) pod(id, image string, spec drydock.SandboxSpec, res drydock.Resources, domain map[string]string, gateway string) *corev1.Pod {
 	yes, no := true, false
 	uid := int64(sandboxUID)
 	grace := int64(terminationGrace)
@@ -169,12 +168,25 @@ func (r *Runtime) pod(id, image string, spec drydock.SandboxSpec, res drydock.Re
 	}
 	seccomp := &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}
 
-	env := make([]corev1.EnvVar, 0, len(spec.Env)+5)
-	for _, k := range slices.Sorted(maps.Keys(spec.Env)) {
+	vars := maps.Clone(spec.Env)
+	if vars == nil {
+		vars = map[string]string{}
+	}
+	for k := range vars {
 		if strings.HasPrefix(k, "TOOLBOXD_") {
-			continue // ours; a job must not redirect toolboxd
+			delete(vars, k) // ours; a job must not redirect toolboxd
 		}
-		env = append(env, corev1.EnvVar{Name: k, Value: spec.Env[k]})
+	}
+	if gateway != "" {
+		// The only way out; it overrides what the spec sets.
+		maps.Copy(vars, toolbox.EgressEnv())
+		vars[toolbox.EnvEgressListen] = toolbox.EgressListen
+		vars[toolbox.EnvEgressGateway] = gateway
+		vars[toolbox.EnvSandboxID] = id
+	}
+	env := make([]corev1.EnvVar, 0, len(vars)+4)
+	for _, k := range slices.Sorted(maps.Keys(vars)) {
+		env = append(env, corev1.EnvVar{Name: k, Value: vars[k]})
 	}
 	env = append(env,
 		corev1.EnvVar{Name: EnvListen, Value: "tcp://0.0.0.0:" + strconv.Itoa(int(r.port))},
@@ -268,18 +280,29 @@ func (r *Runtime) pod(id, image string, spec drydock.SandboxSpec, res drydock.Re
 }
 
 // networkPolicy isolates one sandbox: ingress only from the orchestrator's
-// pods on toolboxd's port, egress only to what the spec allows (nothing by
-// default: policyTypes names Egress and no rule allows any). Policies add
-// up, so the namespace's default-deny policy (see deploy/kubernetes) still
-// holds for a sandbox whose own policy is gone.
-func (r *Runtime) networkPolicy(id string, domain map[string]string, egress []networkingv1.NetworkPolicyEgressRule) *networkingv1.NetworkPolicy {
+// pods on toolboxd's port; egress only to the orchestrator's pods on the
+// egress gateway's port, through which the gateway applies the job's
+// allowlist by name (nothing at all without a gateway: policyTypes names
+// Egress and no rule allows any). A NetworkPolicy matches addresses only,
+// so it could not enforce a list of names itself. Policies add up, so the
+// namespace's default-deny policy (see deploy/kubernetes) still holds for a
+// sandbox whose own policy is gone.
+func (r *Runtime) networkPolicy(id string, domain map[string]string) *networkingv1.NetworkPolicy {
 	tcp := corev1.ProtocolTCP
 	port := intstr.FromInt32(r.port)
-	from := networkingv1.NetworkPolicyPeer{
+	orchestrator := networkingv1.NetworkPolicyPeer{
 		PodSelector: &metav1.LabelSelector{MatchLabels: maps.Clone(r.opts.Orchestrator.Labels)},
 	}
 	if ns := r.opts.Orchestrator.Namespace; ns != "" && ns != r.namespace {
-		from.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": ns}}
+		orchestrator.NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": ns}}
+	}
+	var egress []networkingv1.NetworkPolicyEgressRule
+	if r.gwHost != "" {
+		gw := intstr.FromInt32(r.gwPodPort)
+		egress = []networkingv1.NetworkPolicyEgressRule{{
+			To:    []networkingv1.NetworkPolicyPeer{*orchestrator.DeepCopy()},
+			Ports: []networkingv1.NetworkPolicyPort{{Protocol: &tcp, Port: &gw}},
+		}}
 	}
 	return &networkingv1.NetworkPolicy{
 		ObjectMeta: objectMeta(id, r.namespace, domain),
@@ -287,128 +310,12 @@ func (r *Runtime) networkPolicy(id string, domain map[string]string, egress []ne
 			PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{labelSandbox: id}},
 			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress},
 			Ingress: []networkingv1.NetworkPolicyIngressRule{{
-				From:  []networkingv1.NetworkPolicyPeer{from},
+				From:  []networkingv1.NetworkPolicyPeer{orchestrator},
 				Ports: []networkingv1.NetworkPolicyPort{{Protocol: &tcp, Port: &port}},
 			}},
 			Egress: egress,
 		},
 	}
-}
-
-// Private, link-local and shared address space: a sandbox allowed to reach
-// a host by name reaches the internet, not the cluster, the nodes or the
-// cloud's metadata service (169.254.169.254).
-var (
-	internalV4 = []string{"10.0.0.0/8", "100.64.0.0/10", "169.254.0.0/16", "172.16.0.0/12", "192.168.0.0/16"}
-	internalV6 = []string{"fc00::/7", "fe80::/10"}
-)
-
-// DefaultDNS is the peer a sandbox may send DNS queries to when its egress
-// names hosts: the cluster DNS (CoreDNS keeps the kube-dns label).
-var DefaultDNS = []networkingv1.NetworkPolicyPeer{{
-	NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": "kube-system"}},
-	PodSelector:       &metav1.LabelSelector{MatchLabels: map[string]string{"k8s-app": "kube-dns"}},
-}}
-
-// egressRules turns the spec's host[:port] destinations into policy rules.
-// A NetworkPolicy matches addresses, not names: an IP or CIDR is allowed
-// exactly; a host name opens the given port (or every port) to all public
-// addresses, plus DNS, because the name's addresses are unknown here and
-// change. Enforcing names needs an egress proxy or a CNI with FQDN policies.
-func (r *Runtime) egressRules(dests []string) ([]networkingv1.NetworkPolicyEgressRule, error) {
-	var rules []networkingv1.NetworkPolicyEgressRule
-	names := false
-	for _, d := range dests {
-		host, port, err := splitDest(d)
-		if err != nil {
-			return nil, err
-		}
-		var ports []networkingv1.NetworkPolicyPort
-		if port != 0 {
-			tcp := corev1.ProtocolTCP
-			p := intstr.FromInt32(port)
-			ports = []networkingv1.NetworkPolicyPort{{Protocol: &tcp, Port: &p}}
-		}
-		if prefix, ok := parseAddr(host); ok {
-			rules = append(rules, networkingv1.NetworkPolicyEgressRule{
-				To:    []networkingv1.NetworkPolicyPeer{{IPBlock: &networkingv1.IPBlock{CIDR: prefix.String()}}},
-				Ports: ports,
-			})
-			continue
-		}
-		if len(content.IsDNS1123Subdomain(strings.ToLower(strings.TrimSuffix(host, ".")))) > 0 {
-			return nil, drydock.Errorf(drydock.EINVALID, "egress destination %q is neither an address nor a host name", d)
-		}
-		names = true
-		rules = append(rules, networkingv1.NetworkPolicyEgressRule{
-			To: []networkingv1.NetworkPolicyPeer{
-				{IPBlock: &networkingv1.IPBlock{CIDR: "0.0.0.0/0", Except: internalV4}},
-				{IPBlock: &networkingv1.IPBlock{CIDR: "::/0", Except: internalV6}},
-			},
-			Ports: ports,
-		})
-	}
-	if names {
-		udp, tcp := corev1.ProtocolUDP, corev1.ProtocolTCP
-		dns := intstr.FromInt32(53)
-		rules = append(rules, networkingv1.NetworkPolicyEgressRule{
-			To:    r.dns,
-			Ports: []networkingv1.NetworkPolicyPort{{Protocol: &udp, Port: &dns}, {Protocol: &tcp, Port: &dns}},
-		})
-	}
-	return dedupeRules(rules), nil
-}
-
-// dedupeRules drops rules equal to an earlier one: two names on the same
-// port give the same rule.
-func dedupeRules(rules []networkingv1.NetworkPolicyEgressRule) []networkingv1.NetworkPolicyEgressRule {
-	seen := map[string]bool{}
-	out := rules[:0]
-	for _, r := range rules {
-		key, _ := json.Marshal(r)
-		if seen[string(key)] {
-			continue
-		}
-		seen[string(key)] = true
-		out = append(out, r)
-	}
-	return out
-}
-
-// splitDest splits host[:port], [v6]:port, a bare IPv6 address and
-// CIDR[:port].
-func splitDest(d string) (string, int32, error) {
-	d = strings.TrimSpace(d)
-	if d == "" {
-		return "", 0, drydock.Errorf(drydock.EINVALID, "empty egress destination")
-	}
-	if _, ok := parseAddr(d); ok {
-		return d, 0, nil
-	}
-	host, p, err := net.SplitHostPort(d)
-	if err != nil {
-		if strings.Contains(d, ":") {
-			return "", 0, drydock.Errorf(drydock.EINVALID, "egress destination %q: want host[:port]", d)
-		}
-		return d, 0, nil
-	}
-	port, err := strconv.ParseUint(p, 10, 16)
-	if err != nil || port == 0 || host == "" {
-		return "", 0, drydock.Errorf(drydock.EINVALID, "egress destination %q: want host[:port] with a port from 1 to 65535", d)
-	}
-	return host, int32(port), nil
-}
-
-// parseAddr reads an IP address (as a /32 or /128) or a CIDR.
-func parseAddr(s string) (netip.Prefix, bool) {
-	if p, err := netip.ParsePrefix(s); err == nil {
-		return p.Masked(), true
-	}
-	if a, err := netip.ParseAddr(s); err == nil {
-		a = a.Unmap()
-		return netip.PrefixFrom(a, a.BitLen()), true
-	}
-	return netip.Prefix{}, false
 }
 
 // sandboxFrom builds the domain view of a pod and its secret (nil when it

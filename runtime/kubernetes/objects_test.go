@@ -226,15 +226,22 @@ func TestObjects(t *testing.T) {
 
 func itoa(p int32) string { return strconv.Itoa(int(p)) }
 
-// Egress rules: addresses exactly; names as the public internet on their
-// port, plus DNS to the cluster's resolver.
-func TestEgressRules(t *testing.T) {
+// With a gateway, the pod's only way out is the orchestrator's gateway
+// port, and toolboxd is told where it is and which sandbox it serves; the
+// proxy variables name toolboxd's forwarder whatever the spec says. A
+// gateway given by name is resolved by the runtime.
+func TestEgressGoesThroughTheGateway(t *testing.T) {
 	t.Parallel()
 	c := newCluster(t, testNS)
-	rt := newTestRuntime(t, c, func(o *Options) { o.Orchestrator = Peer{} })
-	sb, err := rt.Create(t.Context(), drydock.SandboxSpec{JobID: "job-1", Egress: []string{
-		"203.0.113.7:443", "198.51.100.0/24", "[2001:db8::1]:22", "github.com:443", "pypi.org:443", "example.com",
-	}})
+	rt := newTestRuntime(t, c, func(o *Options) {
+		o.Orchestrator = Peer{}
+		o.EgressGateway = "localhost:3129"
+		o.EgressGatewayPort = 8129
+	})
+	sb, err := rt.Create(t.Context(), drydock.SandboxSpec{
+		JobID: "job-1", Egress: []string{"pypi.org:443"},
+		Env: map[string]string{"HTTPS_PROXY": "http://elsewhere.example:8080", "TOOLBOXD_EGRESS_GATEWAY": "203.0.113.9:1"},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -243,49 +250,77 @@ func TestEgressRules(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tcp, udp := corev1.ProtocolTCP, corev1.ProtocolUDP
+	tcp := corev1.ProtocolTCP
 	port := func(p int32) *intstr.IntOrString { v := intstr.FromInt32(p); return &v }
-	public := []networkingv1.NetworkPolicyPeer{
-		{IPBlock: &networkingv1.IPBlock{CIDR: "0.0.0.0/0", Except: []string{"10.0.0.0/8", "100.64.0.0/10", "169.254.0.0/16", "172.16.0.0/12", "192.168.0.0/16"}}},
-		{IPBlock: &networkingv1.IPBlock{CIDR: "::/0", Except: []string{"fc00::/7", "fe80::/10"}}},
-	}
+	orchestrator := []networkingv1.NetworkPolicyPeer{{PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{
+		"app.kubernetes.io/name": "drydock", "app.kubernetes.io/component": "orchestrator",
+	}}}}
 	want := networkingv1.NetworkPolicySpec{
 		PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{"drydock.sandbox": sb.ID}},
 		PolicyTypes: []networkingv1.PolicyType{"Ingress", "Egress"},
 		Ingress: []networkingv1.NetworkPolicyIngressRule{{
-			// The orchestrator in the sandboxes' namespace, with the
-			// default labels.
-			From: []networkingv1.NetworkPolicyPeer{{PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{
-				"app.kubernetes.io/name": "drydock", "app.kubernetes.io/component": "orchestrator",
-			}}}},
+			From:  orchestrator,
 			Ports: []networkingv1.NetworkPolicyPort{{Protocol: &tcp, Port: port(c.port)}},
 		}},
-		Egress: []networkingv1.NetworkPolicyEgressRule{
-			{To: []networkingv1.NetworkPolicyPeer{{IPBlock: &networkingv1.IPBlock{CIDR: "203.0.113.7/32"}}}, Ports: []networkingv1.NetworkPolicyPort{{Protocol: &tcp, Port: port(443)}}},
-			{To: []networkingv1.NetworkPolicyPeer{{IPBlock: &networkingv1.IPBlock{CIDR: "198.51.100.0/24"}}}},
-			{To: []networkingv1.NetworkPolicyPeer{{IPBlock: &networkingv1.IPBlock{CIDR: "2001:db8::1/128"}}}, Ports: []networkingv1.NetworkPolicyPort{{Protocol: &tcp, Port: port(22)}}},
-			{To: public, Ports: []networkingv1.NetworkPolicyPort{{Protocol: &tcp, Port: port(443)}}}, // github.com and pypi.org
-			{To: public}, // example.com, any port
-			{To: DefaultDNS, Ports: []networkingv1.NetworkPolicyPort{{Protocol: &udp, Port: port(53)}, {Protocol: &tcp, Port: port(53)}}},
-		},
+		// Only the gateway, on the pods' port; no DNS, no addresses.
+		Egress: []networkingv1.NetworkPolicyEgressRule{{
+			To:    orchestrator,
+			Ports: []networkingv1.NetworkPolicyPort{{Protocol: &tcp, Port: port(8129)}},
+		}},
 	}
 	if diff := cmp.Diff(want, np.Spec); diff != "" {
 		t.Errorf("network policy spec (-want +got):\n%s", diff)
 	}
-}
-
-func TestEgressRejectsBadDestinations(t *testing.T) {
-	t.Parallel()
-	rt := &Runtime{dns: DefaultDNS}
-	for _, d := range []string{"", "  ", "host:0", "host:99999", "host:https", "bad host!", ":443", "a:b:c", "under_score.example"} {
-		if _, err := rt.egressRules([]string{d}); drydock.ErrorCode(err) != drydock.EINVALID {
-			t.Errorf("egress %q: %v, want %s", d, err, drydock.EINVALID)
+	pod, err := c.cs.CoreV1().Pods(testNS).Get(t.Context(), sb.ID, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{}
+	for _, e := range pod.Spec.Containers[0].Env {
+		env[e.Name] = e.Value
+	}
+	gw := env["TOOLBOXD_EGRESS_GATEWAY"]
+	if gw != "127.0.0.1:3129" && gw != "[::1]:3129" {
+		t.Errorf("TOOLBOXD_EGRESS_GATEWAY=%q, want localhost resolved, port 3129", gw)
+	}
+	for k, v := range map[string]string{
+		"TOOLBOXD_EGRESS_LISTEN": "127.0.0.1:3128", "TOOLBOXD_SANDBOX_ID": sb.ID,
+		"HTTPS_PROXY": "http://127.0.0.1:3128", "http_proxy": "http://127.0.0.1:3128", "NO_PROXY": "localhost,127.0.0.1,::1",
+	} {
+		if env[k] != v {
+			t.Errorf("%s=%q, want %q", k, env[k], v)
 		}
 	}
-	for _, d := range []string{"example.com", "Example.COM.", "10.1.2.3", "fd00::1", "[fd00::1]:8080", "10.0.0.0/8:5432", "localhost:80"} {
-		if _, err := rt.egressRules([]string{d}); err != nil {
-			t.Errorf("egress %q: %v", d, err)
+	if _, ok := env["TOOLBOXD_EGRESS_SOCKET"]; ok {
+		t.Error("a pod was given an egress socket")
+	}
+}
+
+// Without a gateway a pod has no way out, so a job that needs one is told
+// what to configure rather than run without it.
+func TestEgressWithoutAGatewayIsRefused(t *testing.T) {
+	t.Parallel()
+	c := newCluster(t, testNS)
+	rt := newTestRuntime(t, c, nil)
+	_, err := rt.Create(t.Context(), drydock.SandboxSpec{JobID: "job-1", Egress: []string{"pypi.org:443"}})
+	if drydock.ErrorCode(err) != drydock.EINVALID || !strings.Contains(err.Error(), "--kube-egress-gateway") {
+		t.Fatalf("Create with egress and no gateway: %v", err)
+	}
+	assertEmpty(t, c)
+	for _, bad := range []string{"no-port", "host:0", "host:99999", ":3129", "host:http"} {
+		if _, err := New(Options{Client: fake.NewClientset(), EgressGateway: bad}); err == nil {
+			t.Errorf("gateway %q accepted", bad)
 		}
+	}
+	if _, err := New(Options{Client: fake.NewClientset(), EgressGateway: "gw:3129", EgressGatewayPort: 70000}); err == nil {
+		t.Error("gateway pod port 70000 accepted")
+	}
+	rt, err = New(Options{Client: fake.NewClientset(), EgressGateway: "no-such-host.invalid:3129"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rt.Create(t.Context(), drydock.SandboxSpec{JobID: "job-1"}); drydock.ErrorCode(err) != drydock.EUNAVAILABLE || !strings.Contains(err.Error(), "does not resolve") {
+		t.Errorf("Create with a gateway name that does not resolve: %v", err)
 	}
 }
 
@@ -320,7 +355,7 @@ func TestPodMeetsRestrictedStandard(t *testing.T) {
 	}
 	for _, p := range []drydock.Profile{drydock.ProfileHeadless, drydock.ProfileDesktop} {
 		spec := drydock.SandboxSpec{JobID: "job-1", Profile: p, Env: map[string]string{"A": "b"}}
-		pod := rt.pod("drydock-0123456789abcdef", "img", spec, rt.resources(spec.Resources), rt.domainLabels(spec))
+		pod := rt.pod("drydock-0123456789abcdef", "img", spec, rt.resources(spec.Resources), rt.domainLabels(spec), "10.0.0.9:3129")
 		ev, err := psapolicy.NewEvaluator(psapolicy.DefaultChecks(), nil)
 		if err != nil {
 			t.Fatal(err)
