@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -30,6 +31,7 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	sigsyaml "sigs.k8s.io/yaml"
 
+	"github.com/drydockhq/drydock"
 	k8sruntime "github.com/drydockhq/drydock/runtime/kubernetes"
 )
 
@@ -329,8 +331,26 @@ func TestDeployment(t *testing.T) {
 			t.Errorf("probe for %s: %+v", path, p)
 		}
 	}
-	if len(c.Ports) != 1 || c.Ports[0].Name != "http" || c.Ports[0].ContainerPort != 8080 {
-		t.Errorf("ports %+v, want http on 8080", c.Ports)
+	ports := map[string]int32{}
+	for _, p := range c.Ports {
+		ports[p.Name] = p.ContainerPort
+	}
+	if len(c.Ports) != 2 || ports["http"] != 8080 || ports["egress"] != 3129 {
+		t.Errorf("ports %+v, want http on 8080 and egress on 3129", c.Ports)
+	}
+	// The pods dial the gateway Service's port and their policies open the
+	// orchestrator pods' port: the two must be the same, and the gateway
+	// must listen on it.
+	gw := one[*corev1.Service](t, ms, "drydock-egress")
+	if want := "drydock-egress." + d.Namespace + ".svc:" + strconv.Itoa(int(ports["egress"])); envValue(t, d, "DRYDOCK_KUBE_EGRESS_GATEWAY") != want {
+		t.Errorf("DRYDOCK_KUBE_EGRESS_GATEWAY = %q, want %q", envValue(t, d, "DRYDOCK_KUBE_EGRESS_GATEWAY"), want)
+	}
+	if !strings.HasSuffix(envValue(t, d, "DRYDOCK_EGRESS_LISTEN"), ":"+strconv.Itoa(int(ports["egress"]))) {
+		t.Errorf("DRYDOCK_EGRESS_LISTEN = %q, want the egress port", envValue(t, d, "DRYDOCK_EGRESS_LISTEN"))
+	}
+	if gw.Namespace != d.Namespace || !matches(gw.Spec.Selector, d.Spec.Template.Labels) || len(gw.Spec.Ports) != 1 ||
+		gw.Spec.Ports[0].Port != ports["egress"] || gw.Spec.Ports[0].TargetPort.String() != "egress" {
+		t.Errorf("Service drydock-egress: %+v; want the Deployment's pods, port %d to the egress port", gw.Spec, ports["egress"])
 	}
 	if c.Resources.Requests.Cpu().IsZero() || c.Resources.Requests.Memory().IsZero() || c.Resources.Limits.Memory().IsZero() {
 		t.Errorf("resources %+v: want CPU and memory requests and a memory limit", c.Resources)
@@ -413,8 +433,15 @@ func TestNetworkPolicies(t *testing.T) {
 	if in.Namespace != d.Namespace || !matches(in.Spec.PodSelector.MatchLabels, d.Spec.Template.Labels) {
 		t.Errorf("drydock-ingress selects %v in %s, want the orchestrator's pods", in.Spec.PodSelector.MatchLabels, in.Namespace)
 	}
-	if len(in.Spec.Ingress) != 1 || len(in.Spec.Ingress[0].Ports) != 1 || in.Spec.Ingress[0].Ports[0].Port.String() != "http" {
-		t.Errorf("drydock-ingress rules %+v, want one rule for the http port", in.Spec.Ingress)
+	if len(in.Spec.Ingress) != 2 || len(in.Spec.Ingress[0].Ports) != 1 || in.Spec.Ingress[0].Ports[0].Port.String() != "http" || len(in.Spec.Ingress[0].From) != 0 {
+		t.Fatalf("drydock-ingress rules %+v, want the http port from anywhere, then the gateway", in.Spec.Ingress)
+	}
+	// The gateway takes connections from the sandbox pods only.
+	g := in.Spec.Ingress[1]
+	if len(g.Ports) != 1 || g.Ports[0].Port.String() != "egress" || len(g.From) != 1 ||
+		g.From[0].NamespaceSelector == nil || g.From[0].NamespaceSelector.MatchLabels["kubernetes.io/metadata.name"] != sandboxNS ||
+		g.From[0].PodSelector == nil || g.From[0].PodSelector.MatchLabels[drydock.LabelManaged] != "true" {
+		t.Errorf("drydock-ingress gateway rule %+v, want the egress port from the managed pods of %s", g, sandboxNS)
 	}
 }
 
