@@ -9,15 +9,21 @@ import (
 )
 
 // BenchmarkPlainHTTP is one small GET through the proxy (judged, dialed and
-// forwarded anew each time), against the same GET made directly.
+// forwarded anew each time), against the same GET made directly, and
+// through the gateway (a hello checked first; the sandbox lookup cached).
 func BenchmarkPlainHTTP(b *testing.B) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }))
 	defer srv.Close()
-	for _, mode := range []string{"direct", "proxy"} {
+	for _, mode := range []string{"direct", "proxy", "gateway"} {
 		b.Run(mode, func(b *testing.B) {
 			c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
-			if mode == "proxy" {
+			switch mode {
+			case "proxy":
 				c = setup(b, Config{}, hostPort(b, srv.URL)).client(nil)
+			case "gateway":
+				f := setupGateway(b, Config{}, GatewayConfig{})
+				f.pods.lists["job-a"] = []string{hostPort(b, srv.URL)}
+				c = f.client(b, "sb-a", "token-a", nil)
 			}
 			for b.Loop() {
 				res, err := c.Get(srv.URL)

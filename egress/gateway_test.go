@@ -53,7 +53,7 @@ type gatewayFixture struct {
 	denials chan string // job ids
 }
 
-func setupGateway(t *testing.T, cfg Config, gcfg GatewayConfig) *gatewayFixture {
+func setupGateway(t testing.TB, cfg Config, gcfg GatewayConfig) *gatewayFixture {
 	t.Helper()
 	f := &gatewayFixture{
 		pods: &pods{
@@ -80,7 +80,7 @@ func setupGateway(t *testing.T, cfg Config, gcfg GatewayConfig) *gatewayFixture 
 }
 
 // dial is what toolboxd's forwarder does for sandbox id holding token.
-func (f *gatewayFixture) dial(t *testing.T, id, token string) net.Conn {
+func (f *gatewayFixture) dial(t testing.TB, id, token string) net.Conn {
 	t.Helper()
 	c, err := net.DialTimeout("tcp", f.addr, 5*time.Second)
 	if err != nil {
@@ -91,7 +91,7 @@ func (f *gatewayFixture) dial(t *testing.T, id, token string) net.Conn {
 }
 
 // client is a sandbox's HTTP client behind the forwarder.
-func (f *gatewayFixture) client(t *testing.T, id, token string, tlsCfg *http.Transport) *http.Client {
+func (f *gatewayFixture) client(t testing.TB, id, token string, tlsCfg *http.Transport) *http.Client {
 	tr := &http.Transport{
 		Proxy:             http.ProxyURL(&url.URL{Scheme: "http", Host: "forwarder.invalid:3128"}),
 		DisableKeepAlives: true,
