@@ -90,7 +90,7 @@ func (s SecretValues) Validate() error {
 		return Errorf(ETOOLARGE, "secrets has %d entries; the limit is %d", len(s), MaxSecrets)
 	}
 	for _, name := range s.Names() {
-		if err := checkSecretName(name); err != nil {
+		if err := CheckSecretName(name); err != nil {
 			return err
 		}
 		v := s[name]
@@ -110,7 +110,10 @@ func (s SecretValues) Validate() error {
 	return nil
 }
 
-func checkSecretName(name string) error {
+// CheckSecretName refuses a name that is not a shell variable name or that
+// the sandbox reserves for itself; toolboxd checks the names it is given
+// with it too.
+func CheckSecretName(name string) error {
 	if len(name) > MaxSecretNameLen || !secretNamePattern.MatchString(name) {
 		shown := name
 		if len(shown) > 40 || !utf8.ValidString(shown) {

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -131,6 +132,9 @@ type Kernel struct {
 
 	server server
 	ts     transpiler
+
+	envMu    sync.Mutex
+	extraEnv []string // SetEnv's
 }
 
 // New returns a kernel for cfg; nothing runs until Start.
@@ -280,7 +284,24 @@ func (k *Kernel) env() []string {
 		// debugpy (imported by ipykernel) warns on every start otherwise.
 		"PYDEVD_DISABLE_FILE_VALIDATION=1",
 	)
-	return append(env, k.cfg.Env...)
+	env = append(env, k.cfg.Env...)
+	k.envMu.Lock()
+	defer k.envMu.Unlock()
+	return append(env, k.extraEnv...)
+}
+
+// SetEnv replaces the variables added after Config.Env to the environment
+// of every process started from now on (the Python kernel and its helper,
+// node, the Jupyter server), and reports whether they changed. A Python
+// kernel already running keeps its environment until Restart.
+func (k *Kernel) SetEnv(env []string) bool {
+	k.envMu.Lock()
+	defer k.envMu.Unlock()
+	if slices.Equal(env, k.extraEnv) {
+		return false
+	}
+	k.extraEnv = slices.Clone(env)
+	return true
 }
 
 // proc is a started child process.

@@ -19,6 +19,7 @@
 //	GET    /v1/ready                       readiness per component (503 until files and shell work)
 //	GET    /v1/info                        API version, daemon version, profile, workspace
 //	POST   /v1/claim                       ClaimRequest: hand a fresh sandbox to a job (new token and VNC password; once)
+//	PUT    /v1/env                         EnvRequest -> EnvResult: the job's variables for every process started from now on
 //	GET    /v1/files?path=&start_line=&end_line=   read a file (raw bytes), whole or a line range
 //	PUT    /v1/files?path=&mode=           write a file (raw body), creating parent directories
 //	DELETE /v1/files?path=&recursive=      delete a file or directory
@@ -41,6 +42,20 @@
 //	GET    /v1/desktop/vnc                 RFB over WebSocket
 //	POST   /v1/jupyter/start               {"base_url"} -> {"ready", "base_url"}: start (or move) Jupyter
 //	*      /v1/jupyter/proxy/{path...}     Jupyter's /{path}, any method, WebSockets too
+//
+// # The job's environment
+//
+// PUT /v1/env gives every process toolboxd starts from then on (shell
+// sessions, exec, the Python kernel, node) extra variables: a job's secrets.
+// toolboxd keeps them in its memory only, never in a file or in its own
+// environment, so neither `docker inspect` nor /proc/1/environ shows them
+// (and toolboxd is not dumpable). A PUT replaces the variables of the last
+// one; repeating it changes nothing. When they change, the Python kernel is
+// restarted so that it has them (its variables are lost, which is why the
+// runner sets them before the first tool call). Shells already running keep
+// the environment they started with (replacing them would kill what runs in
+// them); every shell started later (a new session, a restart, the shell
+// after a hard timeout) has the new variables.
 //
 // # Jupyter
 //
@@ -82,8 +97,10 @@
 //	3  POST /v1/claim (warm sandboxes take a job's token and VNC password);
 //	   the egress forwarder on 127.0.0.1:3128; a process start refused for
 //	   lack of pids or memory is 503 (was 500); at most 8 file calls at once.
+//	4  PUT /v1/env (the job's variables for the processes started from then
+//	   on, kept in memory only).
 package toolbox
 
 // APIVersion is the version of toolboxd's HTTP API; see the package doc for
 // what each version changed.
-const APIVersion = 3
+const APIVersion = 4

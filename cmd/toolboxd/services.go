@@ -16,6 +16,7 @@ import (
 	"github.com/drydockhq/drydock/desktop"
 	"github.com/drydockhq/drydock/kernel"
 	"github.com/drydockhq/drydock/toolbox"
+	"github.com/drydockhq/drydock/toolbox/server"
 )
 
 // desktopService adapts package desktop to toolbox/server.Desktop.
@@ -143,6 +144,26 @@ func (s codeService) Run(ctx context.Context, req toolbox.CodeRequest) (*toolbox
 	}
 	return out, nil
 }
+
+// SetEnv gives the code the job's variables (toolbox/server.EnvSetter; the
+// server calls it only when they change). The Python kernel started at
+// boot, before they were known, is restarted so that it has them; node and
+// a later Jupyter server get them at start.
+func (s codeService) SetEnv(ctx context.Context, env []string) (bool, error) {
+	s.k.SetEnv(env)
+	err := s.k.Restart(ctx)
+	if drydock.ErrorCode(err) == drydock.EUNAVAILABLE {
+		// The kernel never started (Python is missing): whenever it
+		// does, it starts with the new variables.
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("restart the python kernel with the job's environment: %w", err)
+	}
+	return true, nil
+}
+
+var _ server.EnvSetter = codeService{}
 
 // jupyterService adapts the kernel's Jupyter server to
 // toolbox/server.Jupyter.

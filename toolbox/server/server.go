@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/drydockhq/drydock"
@@ -119,6 +120,13 @@ type Server struct {
 	stateDir  string
 	ownsState bool
 
+	// jobEnv holds the variables of PUT /v1/env (env.go), read by every
+	// process start; envMu serializes changes, and codeEnv is what the
+	// code runner last applied.
+	jobEnv  atomic.Pointer[map[string]string]
+	envMu   sync.Mutex
+	codeEnv map[string]string
+
 	// fileOps bounds the file calls served at once (see limitFiles).
 	fileOps chan struct{}
 
@@ -188,6 +196,7 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /v1/ready", s.handleReady)
 	s.mux.HandleFunc("GET /v1/info", s.handleInfo)
 	s.mux.HandleFunc("POST /v1/claim", s.handleClaim)
+	s.mux.HandleFunc("PUT /v1/env", s.handleSetEnv)
 
 	s.mux.HandleFunc("GET /v1/files", s.limitFiles(s.handleRead))
 	s.mux.HandleFunc("PUT /v1/files", s.limitFiles(s.handleWrite))

@@ -36,7 +36,10 @@ type session struct {
 	id      string
 	created time.Time
 	cwd     string
-	env     []string
+	// env is the variables the session was created with; each shell
+	// started gets them on top of the server's current environment
+	// (so a restarted shell has the job's latest variables).
+	env map[string]string
 
 	// runLock lets one caller at a time wait on the session's command, and
 	// lets interrupt give up waiting for it.
@@ -105,7 +108,7 @@ func (s *session) start() (*shell, error) {
 	}
 	cmd := exec.Command(s.srv.cfg.Shell, "--noprofile", "--norc")
 	cmd.Dir = s.cwd
-	cmd.Env = s.env
+	cmd.Env = s.srv.env(s.env)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, w, w
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	err = cmd.Start()

@@ -2,6 +2,7 @@ package server
 
 import (
 	"crypto/rand"
+	"maps"
 	"net/http"
 	"os"
 	"sort"
@@ -65,7 +66,7 @@ func (s *session) close() {
 // env is the environment of shells and one-shot processes: the daemon's own
 // minus its configuration and secrets (TOOLBOXD_*: token, VNC password),
 // terminal settings that keep programs from paging or drawing, then the
-// configured and requested variables.
+// configured variables, the job's (PUT /v1/env) and the requested ones.
 func (s *Server) env(extra map[string]string) []string {
 	var out []string
 	for _, kv := range os.Environ() {
@@ -75,7 +76,7 @@ func (s *Server) env(extra map[string]string) []string {
 		out = append(out, kv)
 	}
 	out = append(out, "TERM=dumb", "PAGER=cat", "GIT_PAGER=cat", "NO_COLOR=1")
-	for _, m := range []map[string]string{s.cfg.Env, extra} {
+	for _, m := range []map[string]string{s.cfg.Env, s.jobEnvVars(), extra} {
 		keys := make([]string, 0, len(m))
 		for k := range m {
 			keys = append(keys, k)
@@ -134,7 +135,7 @@ func (s *Server) newSession(req toolbox.SessionRequest) (*session, error) {
 		return nil, err
 	}
 	sess := &session{
-		srv: s, id: req.ID, created: time.Now().UTC(), cwd: cwd, env: s.env(req.Env),
+		srv: s, id: req.ID, created: time.Now().UTC(), cwd: cwd, env: maps.Clone(req.Env),
 		runLock: make(chan struct{}, 1),
 		stray:   ring{buf: make([]byte, 0, strayMax)},
 	}
