@@ -3,6 +3,7 @@ package runner
 import (
 	"compress/gzip"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/drydockhq/drydock"
+	"github.com/drydockhq/drydock/secretbox"
 )
 
 // execute runs one claimed job to its end (or to shutdown, when it leaves the
@@ -33,7 +35,7 @@ func (r *Runner) execute(ctx context.Context, cancel context.CancelCauseFunc, jo
 	ctx, cancelTimeout := context.WithTimeoutCause(ctx, max(timeout, 0), errTimeout)
 	defer cancelTimeout()
 
-	emit := &emitter{store: r.deps.Store, jobID: job.ID, log: log}
+	emit := &emitter{store: r.deps.Store, job: job, log: log}
 	if job.Attempts > 1 {
 		emit.Emit(ctx, drydock.EventLog, map[string]any{"level": "info", "node": r.cfg.NodeID, "attempt": job.Attempts, "message": fmt.Sprintf("resuming on %s (attempt %d)", r.cfg.NodeID, job.Attempts)})
 	} else {
@@ -41,7 +43,16 @@ func (r *Runner) execute(ctx context.Context, cancel context.CancelCauseFunc, jo
 	}
 	log.Info("job started")
 
-	sb, runErr := r.sandbox(ctx, job, log)
+	var sb *drydock.Sandbox
+	// Secrets are opened before a sandbox exists: a server that cannot
+	// open them fails the job without starting one.
+	runErr := r.openSecrets(job)
+	if runErr == nil {
+		sb, runErr = r.sandbox(ctx, job, log)
+	}
+	if runErr == nil {
+		runErr = r.giveSecrets(ctx, job, sb, log)
+	}
 	if runErr == nil {
 		var closeEgress func()
 		if closeEgress, runErr = r.attachEgress(ctx, job, sb, log); runErr == nil {
@@ -84,7 +95,7 @@ func (r *Runner) execute(ctx context.Context, cancel context.CancelCauseFunc, jo
 		if drydock.ErrorCode(runErr) == drydock.EINTERNAL {
 			result.Error = "internal error: " + runErr.Error()
 		}
-		log.Warn("job failed", "err", runErr)
+		log.Warn("job failed", "err", mask(job, runErr.Error()))
 	default:
 		if outcome != nil {
 			result.Summary = outcome.Summary
@@ -95,15 +106,18 @@ func (r *Runner) execute(ctx context.Context, cancel context.CancelCauseFunc, jo
 	endCtx, endDone := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.ArchiveTimeout)
 	defer endDone()
 	if sb != nil {
-		key, size, err := r.archive(endCtx, job.ID, sb)
+		key, size, err := r.archive(endCtx, job, sb)
 		if err != nil {
-			log.Error("archive workspace", "err", err)
+			log.Error("archive workspace", "err", mask(job, err.Error()))
 			emit.Emit(endCtx, drydock.EventError, map[string]any{"message": "archiving the workspace failed: " + drydock.ErrorMessage(err)})
 		} else {
 			result.ArtifactKey, result.ArtifactSize = key, size
 			emit.Emit(endCtx, drydock.EventArtifact, map[string]any{"size": size, "format": "tar.gz"})
 		}
 	}
+	// The agent masks what it reports; the runner's own messages, and
+	// anything that reached them another way, are masked here.
+	result.Error, result.Summary = mask(job, result.Error), mask(job, result.Summary)
 	if result.Summary != "" {
 		emit.Emit(endCtx, drydock.EventSummary, map[string]any{"summary": result.Summary})
 	}
@@ -231,8 +245,10 @@ func (r *Runner) runAgent(ctx context.Context, job *drydock.Job, sb *drydock.San
 }
 
 // archive streams the workspace from toolboxd, gzips it on the fly and
-// stores it, without holding the archive in memory.
-func (r *Runner) archive(ctx context.Context, jobID string, sb *drydock.Sandbox) (string, int64, error) {
+// stores it, without holding the archive in memory. The job's secret values
+// are masked in every file's contents and name on the way (same length, so
+// the tar stays valid).
+func (r *Runner) archive(ctx context.Context, job *drydock.Job, sb *drydock.Sandbox) (string, int64, error) {
 	tr, err := r.deps.Toolbox(sb).DownloadTar(ctx, ".")
 	if err != nil {
 		return "", 0, fmt.Errorf("download workspace: %w", err)
@@ -241,13 +257,18 @@ func (r *Runner) archive(ctx context.Context, jobID string, sb *drydock.Sandbox)
 	pr, pw := io.Pipe()
 	go func() {
 		zw := gzip.NewWriter(pw)
-		_, err := io.Copy(zw, tr)
+		var err error
+		if len(job.Secrets) > 0 {
+			err = secretbox.MaskTar(zw, tr, job.Secrets.Values())
+		} else {
+			_, err = io.Copy(zw, tr)
+		}
 		if cerr := zw.Close(); err == nil {
 			err = cerr
 		}
 		pw.CloseWithError(err)
 	}()
-	key := jobID + ".tar.gz"
+	key := job.ID + ".tar.gz"
 	n, err := r.deps.Artifacts.Put(ctx, key, pr)
 	pr.CloseWithError(err)
 	if err != nil {
@@ -294,15 +315,26 @@ func (r *Runner) heartbeat(ctx context.Context, cancel context.CancelCauseFunc, 
 	}
 }
 
-// emitter appends agent events to the job's log.
+// emitter appends agent events to the job's log, with the job's secret
+// values masked (the agent masks its events itself; this also covers the
+// runner's own and any other agent's).
 type emitter struct {
 	store drydock.Store
-	jobID string
+	job   *drydock.Job
 	log   *slog.Logger
 }
 
 func (e *emitter) Emit(ctx context.Context, typ drydock.EventType, data any) error {
-	ev := drydock.NewEvent(e.jobID, typ, data)
+	ev := drydock.NewEvent(e.job.ID, typ, data)
+	if len(e.job.Secrets) > 0 {
+		if m := mask(e.job, string(ev.Data)); m != string(ev.Data) {
+			ev.Data = []byte(m)
+			if !json.Valid(ev.Data) {
+				// A value that spans JSON's own syntax: keep nothing.
+				ev.Data = []byte(`{"message":"event hidden: it contained a secret value"}`)
+			}
+		}
+	}
 	if err := e.store.AppendEvent(ctx, ev); err != nil {
 		e.log.Warn("append event", "type", typ, "err", err)
 		return fmt.Errorf("append %s event: %w", typ, err)

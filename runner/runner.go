@@ -13,6 +13,8 @@ import (
 
 	"github.com/drydockhq/drydock"
 	"github.com/drydockhq/drydock/pool"
+	"github.com/drydockhq/drydock/secretbox"
+	"github.com/drydockhq/drydock/toolbox"
 )
 
 // Toolbox is what the runner needs from a sandbox's toolboxd.
@@ -20,6 +22,9 @@ type Toolbox interface {
 	WaitReady(ctx context.Context) error
 	// DownloadTar streams an uncompressed tar of a directory of the workspace.
 	DownloadTar(ctx context.Context, path string) (io.ReadCloser, error)
+	// SetEnv gives every process started in the sandbox from now on the
+	// job's secrets as variables (toolboxd's PUT /v1/env).
+	SetEnv(ctx context.Context, env map[string]string) (*toolbox.EnvResult, error)
 }
 
 // Config tunes a Runner. Zero values take the defaults noted.
@@ -91,6 +96,8 @@ type Deps struct {
 	// is ready (the egress proxy's listener, or the runtime's own policy)
 	// and is closed when this process stops running the job.
 	Egress func(ctx context.Context, job *drydock.Job, sb *drydock.Sandbox) (io.Closer, error)
+	// Secrets opens jobs' sealed secrets; nil: jobs with secrets fail.
+	Secrets *secretbox.Box
 }
 
 // Runner executes jobs from the store.

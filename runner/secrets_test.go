@@ -1,0 +1,205 @@
+package runner_test
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"crypto/rand"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/drydockhq/drydock"
+	"github.com/drydockhq/drydock/runner"
+	"github.com/drydockhq/drydock/secretbox"
+	"github.com/drydockhq/drydock/toolbox"
+)
+
+const canary = "runner-canary-3e9a1f7c"
+
+func newBox(t *testing.T) *secretbox.Box {
+	t.Helper()
+	key := make([]byte, secretbox.KeySize)
+	rand.Read(key)
+	b, err := secretbox.New(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// leakyAgent does what a careless agent would: it prints the secret in the
+// sandbox, writes it to files (and a file name), reports it in an event and
+// in its summary or error.
+type leakyAgent struct {
+	fail bool
+	mu   sync.Mutex
+	saw  string // what the sandbox's shell printed
+}
+
+func (a *leakyAgent) Run(ctx context.Context, run *drydock.AgentRun) (*drydock.AgentOutcome, error) {
+	c := toolbox.New(run.Sandbox.Endpoint, run.Sandbox.Token)
+	defer c.Close()
+	var out bytes.Buffer
+	script := `test "$CANARY" = "` + canary + `" && echo secret-ok; env > env.txt; printf '%s\n' "$CANARY" > "leak-$CANARY.txt"`
+	if _, err := c.Exec(ctx, toolbox.ExecRequest{Command: script}, &out, &out); err != nil {
+		return nil, err
+	}
+	a.mu.Lock()
+	a.saw = out.String()
+	a.mu.Unlock()
+	run.Events.Emit(ctx, drydock.EventLog, map[string]any{"message": "the token is " + canary})
+	if a.fail {
+		return nil, drydock.Errorf(drydock.EINVALID, "failed with %s in the message", canary)
+	}
+	return &drydock.AgentOutcome{Summary: "done; it was " + canary}, nil
+}
+
+// createSealed stores a job with secrets sealed by box, as the API does.
+func (b *bundle) createSealed(t *testing.T, box *secretbox.Box, secrets drydock.SecretValues) string {
+	t.Helper()
+	id := newID(t)
+	sealed, err := box.Seal(id, secrets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := &drydock.Job{ID: id, CreatedAt: time.Now(), OwnerID: "local", SecretNames: secrets.Names(), SealedSecrets: sealed,
+		JobSpec: drydock.JobSpec{Task: "leak it", Profile: drydock.ProfileHeadless}}
+	if err := b.store.CreateJob(t.Context(), j); err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+// everything returns the job's events, error and summary, and its archive
+// decompressed, as one text to search.
+func (b *bundle) everything(t *testing.T, j *drydock.Job) (string, map[string]string) {
+	t.Helper()
+	var all strings.Builder
+	all.WriteString(j.Error + "\n" + j.Summary + "\n")
+	es, err := b.store.ListEvents(t.Context(), j.ID, 0, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range es {
+		all.Write(e.Data)
+	}
+	files := map[string]string{}
+	if j.ArtifactKey == "" {
+		return all.String(), files
+	}
+	rc, err := b.deps.Artifacts.Get(t.Context(), j.ArtifactKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	zr, err := gzip.NewReader(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all.Write(raw)
+	tr := tar.NewReader(bytes.NewReader(raw))
+	for {
+		hdr, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("the masked archive is not a valid tar: %v", err)
+		}
+		body, _ := io.ReadAll(tr)
+		files[hdr.Name] = string(body)
+	}
+	return all.String(), files
+}
+
+func TestJobSecretsReachTheSandboxAndNothingElse(t *testing.T) {
+	t.Parallel()
+	for _, fail := range []bool{false, true} {
+		b := setup(t)
+		box := newBox(t)
+		ag := &leakyAgent{fail: fail}
+		b.deps.Agent, b.deps.Secrets = ag, box
+		var logs bytes.Buffer
+		b.deps.Logger = slog.New(slog.NewTextHandler(&syncWriter{w: &logs}, nil))
+		id := b.createSealed(t, box, drydock.SecretValues{"CANARY": canary})
+		b.start(t, runner.Config{NodeID: "n", PollInterval: 20 * time.Millisecond})
+		j := waitTerminal(t, b.store, id)
+		ag.mu.Lock()
+		saw := ag.saw
+		ag.mu.Unlock()
+		if !strings.Contains(saw, "secret-ok") {
+			t.Fatalf("the sandbox's process did not see the secret: %q (job %s %q)", saw, j.Status, j.Error)
+		}
+		if len(j.SealedSecrets) != 0 {
+			t.Error("the sealed secrets were kept after the job ended")
+		}
+		all, files := b.everything(t, j)
+		if strings.Contains(all, canary) {
+			t.Errorf("fail=%v: the secret is in the job's output:\n%s", fail, all)
+		}
+		if strings.Contains(logs.String(), canary) {
+			t.Errorf("fail=%v: the secret is in the server's log", fail)
+		}
+		stars := strings.Repeat("*", len(canary))
+		if got := files["leak-"+stars+".txt"]; got != stars+"\n" {
+			t.Errorf("fail=%v: the leaked file in the archive: %q (files %v)", fail, got, keys(files))
+		}
+		if !strings.Contains(files["env.txt"], "CANARY="+stars) {
+			t.Errorf("fail=%v: env.txt in the archive lacks the masked variable", fail)
+		}
+		if fail && (j.Status != drydock.StatusError || !strings.Contains(j.Error, "failed with "+stars)) {
+			t.Errorf("job: %s %q", j.Status, j.Error)
+		}
+		if !fail && (j.Status != drydock.StatusComplete || j.Summary != "done; it was "+stars) {
+			t.Errorf("job: %s %q %q", j.Status, j.Error, j.Summary)
+		}
+	}
+}
+
+func keys(m map[string]string) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
+}
+
+func TestJobSecretsUnderAnotherKeyFailTheJob(t *testing.T) {
+	t.Parallel()
+	for name, box := range map[string]*secretbox.Box{"changed key": newBox(t), "no key": nil} {
+		b := setup(t)
+		b.deps.Secrets = box
+		id := b.createSealed(t, newBox(t), drydock.SecretValues{"CANARY": canary})
+		b.start(t, runner.Config{NodeID: "n", PollInterval: 20 * time.Millisecond})
+		j := waitTerminal(t, b.store, id)
+		if j.Status != drydock.StatusError || !strings.Contains(j.Error, "--secrets-key-file") {
+			t.Errorf("%s: job %s %q; want an error naming --secrets-key-file", name, j.Status, j.Error)
+		}
+		if j.SandboxID != "" {
+			t.Errorf("%s: a sandbox was started for a job whose secrets cannot be opened", name)
+		}
+		if b.agent.starts.Load() != 0 {
+			t.Errorf("%s: the agent ran", name)
+		}
+	}
+}
