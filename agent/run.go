@@ -95,7 +95,7 @@ func (a *Agent) start(ctx context.Context, ar *drydock.AgentRun) (*run, error) {
 		a:        a,
 		ar:       ar,
 		log:      a.log.With("job_id", ar.Job.ID, "model", model),
-		mask:     a.mask.with(ar.Sandbox.Token, ar.Sandbox.VNCPassword),
+		mask:     a.mask.with(append([]string{ar.Sandbox.Token, ar.Sandbox.VNCPassword}, ar.Job.Secrets.Values()...)...),
 		box:      a.cfg.Dial(ar.Sandbox),
 		model:    model,
 		images:   a.acceptsImages(model),
