@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/drydockhq/drydock"
+	"github.com/drydockhq/drydock/secretbox"
 	"github.com/drydockhq/drydock/toolbox"
 )
 
@@ -123,6 +124,12 @@ func (s *Server) handleFiles(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) serveLiveFile(w http.ResponseWriter, r *http.Request, job *drydock.Job, sb *drydock.Sandbox, p string, download bool) {
+	// The archive is masked as it is written; live files are masked here.
+	secrets, err := s.secretValues(job)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	tb := s.toolboxFor(sb)
 	target := p
 	if target == "" {
@@ -144,11 +151,12 @@ func (s *Server) serveLiveFile(w http.ResponseWriter, r *http.Request, job *dryd
 		for _, e := range res.Entries {
 			l.Entries = append(l.Entries, FileInfo{Name: e.Name, Path: e.Path, Type: e.Type, Size: e.Size, Mode: e.Mode, ModTime: e.ModTime, LinkTarget: e.LinkTarget})
 		}
+		maskNames(l.Entries, secrets)
 		sortEntries(l.Entries)
 		writeJSON(w, http.StatusOK, l)
 		return
 	case toolbox.TypeSymlink:
-		s.writeError(w, r, drydock.Errorf(drydock.EINVALID, "%s is a symbolic link to %q; open its target instead", p, fi.LinkTarget))
+		s.writeError(w, r, drydock.Errorf(drydock.EINVALID, "%s is a symbolic link to %q; open its target instead", p, secretbox.MaskString(fi.LinkTarget, secrets)))
 		return
 	case toolbox.TypeFile:
 	default:
@@ -177,7 +185,8 @@ func (s *Server) serveLiveFile(w http.ResponseWriter, r *http.Request, job *dryd
 		s.writeError(w, r, drydock.Errorf(drydock.ECONFLICT, "%s changed while it was read; try again", p))
 		return
 	}
-	s.writeFile(w, r, job, p, hdr.Size, hdr.ModTime, tr, download)
+	// Same length: the size already sent stays right.
+	s.writeFile(w, r, job, p, hdr.Size, hdr.ModTime, secretbox.NewReader(tr, secrets), download)
 }
 
 // sandboxFileError keeps toolboxd's answer when it is a user error (not

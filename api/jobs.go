@@ -26,9 +26,11 @@ type createRequest struct {
 	Metadata map[string]string `json:"metadata"`
 	Budget   int               `json:"context_budget"`
 	Egress   []string          `json:"egress"`
+	// Secrets are write-only: no answer, event or log line shows a value.
+	Secrets drydock.SecretValues `json:"secrets"`
 }
 
-const createFields = "task (or prompt), model, max_steps, timeout, profile, metadata, context_budget, egress"
+const createFields = "task (or prompt), model, max_steps, timeout, profile, metadata, context_budget, egress, secrets"
 
 // decodeJSON reads exactly one JSON object from the body into v and turns
 // every decoding failure into a message that says what to fix.
@@ -98,7 +100,7 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	spec := drydock.JobSpec{Model: req.Model, MaxSteps: req.MaxSteps, Timeout: req.Timeout, Profile: req.Profile, Metadata: req.Metadata,
-		ContextBudget: req.Budget, Egress: req.Egress}
+		ContextBudget: req.Budget, Egress: req.Egress, Secrets: req.Secrets}
 	switch {
 	case req.Task != nil && req.Prompt != nil && strings.TrimSpace(*req.Task) != strings.TrimSpace(*req.Prompt):
 		s.writeError(w, r, drydock.Errorf(drydock.EINVALID, `give either "task" or its synonym "prompt", not two different texts`))
@@ -127,6 +129,10 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 		CreatedAt: time.Now().UTC(),
 		JobSpec:   spec,
 		OwnerID:   principalFrom(r.Context()).ID,
+	}
+	if err := s.sealSecrets(job); err != nil {
+		s.writeError(w, r, err)
+		return
 	}
 	if err := s.store.CreateJob(r.Context(), job); err != nil {
 		s.writeError(w, r, fmt.Errorf("create job: %w", err))

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/drydockhq/drydock"
+	"github.com/drydockhq/drydock/secretbox"
 	"github.com/drydockhq/drydock/toolbox"
 	"github.com/drydockhq/drydock/watch"
 	"github.com/prometheus/client_golang/prometheus"
@@ -69,6 +70,9 @@ type Config struct {
 	// list once it is stored (the egress proxy drops its cached copy and
 	// closes tunnels the list no longer allows).
 	EgressChanged func(ctx context.Context, job *drydock.Job)
+	// Secrets seals the secrets of new jobs for the store and opens them
+	// to mask a running job's files. Nil refuses jobs with secrets.
+	Secrets *secretbox.Box
 }
 
 // Server is the HTTP API.
