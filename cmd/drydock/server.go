@@ -54,6 +54,7 @@ type ServerCmd struct {
 	Pool          PoolOptions     `embed:"" prefix:"pool-"`
 	Kube          KubeOptions     `embed:""`
 	Egress        EgressOptions   `embed:"" prefix:"egress-"`
+	Secrets       SecretsOptions  `embed:""`
 }
 
 // ResourceOptions are the per-sandbox limits.
@@ -142,6 +143,11 @@ func (c *ServerCmd) Run(g *Globals) error {
 		log.Warn("development mode: no API tokens exist, so requests without a token act as the local admin; this is allowed on loopback only", "listen", c.Listen)
 	}
 
+	secrets, err := c.Secrets.box(c.DataDir, c.Store == "", log)
+	if err != nil {
+		return err
+	}
+
 	artifacts, where, err := openArtifacts(ctx, c.Artifacts, c.DataDir, os.Getenv)
 	if err != nil {
 		return err
@@ -206,7 +212,7 @@ func (c *ServerCmd) Run(g *Globals) error {
 		Store: ws, Runtime: rt, Agent: ag, Artifacts: artifacts,
 		Toolbox: func(sb *drydock.Sandbox) runner.Toolbox { return toolboxConn{pool.Get(sb)} },
 		Logger:  log, Metrics: runner.NewMetrics(reg), Pool: warm,
-		Egress: eg.Open,
+		Egress: eg.Open, Secrets: secrets,
 	})
 	srv := api.New(api.Config{
 		DevMode:       devMode,
@@ -216,6 +222,7 @@ func (c *ServerCmd) Run(g *Globals) error {
 		Toolbox:       pool,
 		LinkKeyFile:   filepath.Join(c.DataDir, "link.key"),
 		EgressChanged: eg.Changed,
+		Secrets:       secrets,
 	}, ws, run, artifacts, reg, log)
 
 	ln, err := net.Listen("tcp", c.Listen)
