@@ -8,6 +8,10 @@
 // client side too. A server that cannot be reached gives a *ConnError, whose
 // code is drydock.EUNAVAILABLE.
 //
+// A job's secrets go in drydock.JobSpec.Secrets (environment variables for
+// the sandbox's processes). They are write-only: a job read back carries
+// SecretNames, never the values.
+//
 // Calls take a context and nothing else bounds them: event streams and
 // downloads may legitimately run for hours.
 package client

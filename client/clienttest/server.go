@@ -140,6 +140,11 @@ func (s *Server) addLocked(spec drydock.JobSpec, created time.Time) *drydock.Job
 		CreatedAt: created.UTC(),
 		JobSpec:   spec,
 	}
+	// Answers show the names only (drydock.Job's JSON); the values stay
+	// here so that tests can check what a client sent.
+	if len(spec.Secrets) > 0 {
+		j.SecretNames = spec.Secrets.Names()
+	}
 	s.jobs[j.ID] = j
 	s.order = append(s.order, j.ID)
 	s.emitLocked(j.ID, drydock.EventStatus, map[string]any{"status": j.Status})

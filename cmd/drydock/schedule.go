@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
 	"time"
 
 	"github.com/drydockhq/drydock"
@@ -17,6 +18,7 @@ type ScheduleCmd struct {
 	Profile  string            `help:"Sandbox profile: headless, or desktop for a screen the agent can see and you can watch (default: the server's)."`
 	Budget   int               `name:"context-budget" placeholder:"TOKENS" help:"Most tokens of each prompt the agent sends (4000 to 1000000; default: the model's context window)."`
 	Meta     map[string]string `help:"Metadata to attach, KEY=VALUE; repeatable." placeholder:"KEY=VALUE" mapsep:"none"`
+	Secrets  SecretFlags       `embed:""`
 	Follow   bool              `short:"f" xor:"mode" help:"Show progress live until the job ends; exit 1 if it fails or is cancelled. Ctrl-C stops following, not the job."`
 	Wait     bool              `xor:"mode" help:"Wait silently until the job ends and print its final status; exit 1 if it fails or is cancelled."`
 	JSON     bool              `name:"json" help:"Print JSON (with --follow: one line per event, between the job as scheduled and as finished)."`
@@ -41,6 +43,11 @@ func (c *ScheduleCmd) spec(g *Globals) (drydock.JobSpec, error) {
 
 		ContextBudget: c.Budget,
 	}
+	secrets, err := c.Secrets.values(os.LookupEnv)
+	if err != nil {
+		return s, err
+	}
+	s.Secrets = secrets
 	s.Normalize()
 	// The server checks too; checking here saves a round trip and gives the
 	// same message.

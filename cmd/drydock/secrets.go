@@ -1,9 +1,15 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
+	"io"
 	"log/slog"
+	"os"
 	"path/filepath"
+	"strings"
+
+	"github.com/drydockhq/drydock"
 
 	"github.com/drydockhq/drydock/secretbox"
 )
@@ -41,5 +47,69 @@ func (o SecretsOptions) box(dataDir string, sqliteStore bool, log *slog.Logger) 
 		return nil, fmt.Errorf("--secrets-key-file %s: %w", path, err)
 	}
 	log.Info("secrets key", "file", path)
+	return b, nil
+}
+
+// SecretFlags are the secrets a job is scheduled with. Values never come
+// from the command line itself, where shell history and ps would keep them.
+type SecretFlags struct {
+	Secret     []string          `name:"secret" placeholder:"NAME" help:"Give the sandbox the environment variable NAME with the value it has here (export it first); masked in everything the job produces. Repeatable."`
+	SecretFile map[string]string `name:"secret-file" placeholder:"NAME=PATH" mapsep:"none" help:"Give the sandbox the variable NAME with the contents of the file at PATH (one trailing newline dropped). Repeatable."`
+}
+
+// values reads the secrets' values from the environment (lookup) and from
+// files.
+func (f SecretFlags) values(lookup func(string) (string, bool)) (drydock.SecretValues, error) {
+	if len(f.Secret) == 0 && len(f.SecretFile) == 0 {
+		return nil, nil
+	}
+	out := drydock.SecretValues{}
+	for _, name := range f.Secret {
+		if n, _, ok := strings.Cut(name, "="); ok {
+			// Only the name is repeated: the rest is the value.
+			return nil, fmt.Errorf("--secret takes a variable name, not NAME=VALUE (a value on the command line stays in shell history and ps): export %s and pass --secret %s, or use --secret-file %s=PATH", n, n, n)
+		}
+		v, ok := lookup(name)
+		if !ok {
+			return nil, fmt.Errorf("--secret %s: the environment variable %s is not set here; export it first (or use --secret-file %s=PATH)", name, name, name)
+		}
+		if err := addSecret(out, name, v, "--secret"); err != nil {
+			return nil, err
+		}
+	}
+	for name, path := range f.SecretFile {
+		b, err := readSecretFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("--secret-file %s: %w", name, err)
+		}
+		v := string(bytes.TrimSuffix(bytes.TrimSuffix(b, []byte("\n")), []byte("\r")))
+		clear(b)
+		if err := addSecret(out, name, v, "--secret-file"); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+func addSecret(out drydock.SecretValues, name, value, flag string) error {
+	if _, dup := out[name]; dup {
+		return fmt.Errorf("%s %s: the secret %s is given twice", flag, name, name)
+	}
+	out[name] = value
+	return nil
+}
+
+// readSecretFile reads at most one byte more than a secret may hold, so a
+// wrong path (a log, a disk image) fails fast instead of being read whole.
+func readSecretFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, drydock.MaxSecretValueLen+3))
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
 	return b, nil
 }
