@@ -5,7 +5,9 @@
 // Each step asks the model for its next turn, runs the turn's tool calls in
 // order and answers every one (a failing tool is an observation, not a
 // failed job), and appends it all to the job's event log with secrets
-// masked: the model turn, each tool call, each observation, the usage and
+// masked (values of secret-named variables of the server, the API key, the
+// sandbox's token and VNC password, the job's own secrets, and
+// credential-shaped text): the model turn, each tool call, each observation, the usage and
 // cost of the step, then reports progress. The prompt is a view of that
 // log under a token budget (agent/transcript's Window: the model's context
 // window less the reply's room, or Config.ContextBudget, or the job's
