@@ -2,7 +2,6 @@ package api_test
 
 import (
 	"bytes"
-	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -21,9 +20,7 @@ const apiCanary = "api-canary-6f0b2d9e"
 
 func newBox(t testing.TB) *secretbox.Box {
 	t.Helper()
-	key := make([]byte, secretbox.KeySize)
-	rand.Read(key)
-	b, err := secretbox.New(key)
+	b, err := secretbox.New(secretbox.GenerateKey())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,7 +2,6 @@ package secretbox_test
 
 import (
 	"bytes"
-	"crypto/rand"
 	"errors"
 	"os"
 	"path/filepath"
@@ -18,9 +17,7 @@ const canary = "canary-7b1e55d0-secret"
 
 func newBox(t *testing.T) *secretbox.Box {
 	t.Helper()
-	key := make([]byte, secretbox.KeySize)
-	rand.Read(key)
-	b, err := secretbox.New(key)
+	b, err := secretbox.New(secretbox.GenerateKey())
 	if err != nil {
 		t.Fatal(err)
 	}

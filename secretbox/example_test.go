@@ -1,7 +1,6 @@
 package secretbox_test
 
 import (
-	"crypto/rand"
 	"fmt"
 	"io"
 	"os"
@@ -12,9 +11,7 @@ import (
 )
 
 func Example() {
-	key := make([]byte, secretbox.KeySize) // in a server: LoadOrCreateKey
-	rand.Read(key)
-	box, _ := secretbox.New(key)
+	box, _ := secretbox.New(secretbox.GenerateKey()) // in a server: LoadOrCreateKey
 
 	sealed, _ := box.Seal("job-1", drydock.SecretValues{"GITHUB_TOKEN": "ghp_example_value"})
 	secrets, _ := box.Open("job-1", sealed)

@@ -53,8 +53,7 @@ func LoadOrCreateKey(path string) ([]byte, error) {
 		return nil, fmt.Errorf("create secrets key: %w", err)
 	}
 	defer os.Remove(tmp.Name())
-	key = make([]byte, KeySize)
-	_, _ = rand.Read(key) // never fails (see drydock.RandomHex)
+	key = GenerateKey()
 	text := base64.StdEncoding.EncodeToString(key) + "\n"
 	// CreateTemp makes the file 0600 already; Chmod states it.
 	if err = tmp.Chmod(0o600); err == nil {
@@ -79,4 +78,11 @@ func LoadOrCreateKey(path string) ([]byte, error) {
 		d.Close()
 	}
 	return key, nil
+}
+
+// GenerateKey returns a new random key.
+func GenerateKey() []byte {
+	key := make([]byte, KeySize)
+	_, _ = rand.Read(key) // never fails (see drydock.RandomHex)
+	return key
 }
