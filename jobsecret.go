@@ -135,7 +135,9 @@ func CheckSecretName(name string) error {
 
 // MarshalJSON encodes the job with its secrets' names but never their
 // values: JobSpec.Secrets is write-only. The runner holds a job with its
-// secrets unsealed, so encoding must drop them whoever encodes it.
+// secrets unsealed, so encoding must drop them whoever encodes it. (A
+// struct that embedded Job would take this method and lose its own fields:
+// give Job a field name instead.)
 func (j Job) MarshalJSON() ([]byte, error) {
 	type plain Job // no methods: no recursion
 	return json.Marshal(struct {
