@@ -207,3 +207,19 @@ func TestMaskTar(t *testing.T) {
 		t.Fatal("a broken tar stream was copied without an error")
 	}
 }
+
+// BenchmarkReader masks a 4 MiB stream with the largest allowed number of
+// values (32), the cost the archive of a job with secrets pays.
+func BenchmarkReader(b *testing.B) {
+	var values []string
+	for i := range 32 {
+		values = append(values, canary+strings.Repeat("v", i))
+	}
+	in := []byte(strings.Repeat("some ordinary output of a build, line after line\n", (4<<20)/50))
+	b.SetBytes(int64(len(in)))
+	for b.Loop() {
+		if _, err := io.Copy(io.Discard, secretbox.NewReader(bytes.NewReader(in), values)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
