@@ -19,7 +19,7 @@ func TestScheduleSendsEveryFlag(t *testing.T) {
 	srv, newRun := setupFake(t)
 	r := newRun()
 	err := r.exec("schedule", "build it", "--model", "m1", "--max-steps", "7", "--timeout", "15m", "--profile", "desktop",
-		"--context-budget", "32000", "--meta", "team=docs", "--meta", "ticket=A;B=C")
+		"--context-budget", "32000", "--meta", "team=docs", "--meta", "ticket=A;B=C", "--egress", "pypi.org:443", "--egress", "*.github.com:443")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,7 +30,8 @@ func TestScheduleSendsEveryFlag(t *testing.T) {
 		t.Fatalf("stdout %q is not the id of a job", r.out.String())
 	}
 	want := drydock.JobSpec{Task: "build it", Model: "m1", MaxSteps: 7, Timeout: drydock.Duration(15 * time.Minute),
-		Profile: drydock.ProfileDesktop, ContextBudget: 32000, Metadata: map[string]string{"team": "docs", "ticket": "A;B=C"}}
+		Profile: drydock.ProfileDesktop, ContextBudget: 32000, Metadata: map[string]string{"team": "docs", "ticket": "A;B=C"},
+		Egress: []string{"pypi.org:443", "*.github.com:443"}}
 	if diff := cmp.Diff(want, j.JobSpec); diff != "" {
 		t.Errorf("spec (-want +server):\n%s", diff)
 	}
@@ -65,6 +66,7 @@ func TestScheduleRejectsABadSpecWithoutCallingTheServer(t *testing.T) {
 	}{
 		{[]string{"schedule", "   "}, "task is required and must not be blank"},
 		{[]string{"schedule", "x", "--context-budget", "100"}, "context_budget must be between 4000 and 1000000 tokens (or omitted for the model's default)"},
+		{[]string{"schedule", "x", "--egress", "host:99999"}, `egress destination "host:99999": the port must be a number from 1 to 65535`},
 	} {
 		srv, newRun := setupFake(t)
 		r := newRun()
