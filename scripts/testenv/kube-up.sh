@@ -1,0 +1,307 @@
+#!/bin/sh
+# Starts a Kubernetes control plane for Drydock's tests, on 127.0.0.1 only:
+# etcd (Debian's etcd-server), kube-apiserver and kube-controller-manager
+# (garbage collector, namespace and service account controllers), with no
+# node, scheduler or kubelet: runtime/kubernetes's tests play the kubelet
+# through the API.
+#
+# Kubernetes publishes no binaries this machine can fetch, so the two
+# binaries are built from the k8s.io/kubernetes module on the Go module
+# proxy, once per version, into .cache/kube/VERSION/bin (about 20 minutes
+# and 1 GB of Go build cache on 2 cores; see docs/KUBERNETES-TESTING.md).
+# The module zip leaves out staging/ (each staging directory is a module of
+# its own), so its go.mod's replace directives, which point there, are
+# rewritten to the published k8s.io/* modules of the same minor version.
+#
+# State lives in /run/drydock-test/kube: a CA and certificates made here
+# with openssl (TLS between every component, client certificates for
+# every identity), etcd's data, logs and pidfiles. Idempotent: a control
+# plane that already answers is left alone. Prints:
+#
+#   DRYDOCK_TEST_KUBECONFIG          cluster-admin (group system:masters)
+#   DRYDOCK_TEST_KUBECONFIG_RUNTIME  a client certificate for the user
+#       system:serviceaccount:drydock:drydock, the identity
+#       deploy/kubernetes/rbac.yaml binds: it may do only what those
+#       manifests grant, once they are applied (the tests apply them)
+#
+# DRYDOCK_KUBE_VERSION picks another version (v1.37.2 by default).
+set -eu
+
+VERSION=${DRYDOCK_KUBE_VERSION:-v1.37.2}
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+CACHE="$ROOT/.cache/kube/$VERSION"
+BIN="$CACHE/bin"
+RUN=/run/drydock-test/kube
+PKI="$RUN/pki"
+ADMIN="$RUN/admin.kubeconfig"
+RUNTIME="$RUN/runtime.kubeconfig"
+SERVICE_CIDR=10.96.0.0/16
+
+say() { echo "kube-up: $*"; }
+fail() {
+	echo "kube-up: $*" >&2
+	exit 1
+}
+
+if [ "$(id -u)" != 0 ]; then
+	fail "needs root (installs etcd-server, keeps its state in /run/drydock-test)"
+fi
+for tool in openssl curl flock; do
+	command -v "$tool" >/dev/null 2>&1 || fail "$tool missing"
+done
+mkdir -p "$RUN"
+
+print_env() {
+	echo "DRYDOCK_TEST_KUBECONFIG=$ADMIN"
+	echo "DRYDOCK_TEST_KUBECONFIG_RUNTIME=$RUNTIME"
+}
+
+# ready asks the API server's readyz as cluster-admin.
+ready() {
+	[ -f "$RUN/apiserver.port" ] || return 1
+	curl -sf --max-time 2 --cacert "$PKI/ca.crt" --cert "$PKI/admin.crt" --key "$PKI/admin.key" \
+		"https://127.0.0.1:$(cat "$RUN/apiserver.port")/readyz" >/dev/null 2>&1
+}
+
+alive() { [ -f "$RUN/$1.pid" ] && kill -0 "$(cat "$RUN/$1.pid")" 2>/dev/null; }
+
+if alive etcd && alive kube-apiserver && alive kube-controller-manager && ready; then
+	say "control plane already running (kube-apiserver pid $(cat "$RUN/kube-apiserver.pid"), port $(cat "$RUN/apiserver.port"))"
+	print_env
+	exit 0
+fi
+if alive etcd || alive kube-apiserver || alive kube-controller-manager; then
+	fail "a part of the control plane runs but it does not answer; run scripts/testenv/kube-down.sh first"
+fi
+
+# --- build ------------------------------------------------------------------
+
+build() {
+	command -v go >/dev/null 2>&1 || fail "go missing: it builds kube-apiserver from the module proxy"
+	say "building kube-apiserver and kube-controller-manager $VERSION into $BIN (once per version; ~20 min on 2 cores)"
+	minor=$(echo "$VERSION" | sed -n 's/^v1\.\([0-9]*\)\.[0-9]*$/\1/p')
+	[ -n "$minor" ] || fail "DRYDOCK_KUBE_VERSION=$VERSION: want v1.MINOR.PATCH"
+	dir=$(cd / && GOWORK=off GOFLAGS=-mod=mod go mod download -json "k8s.io/kubernetes@$VERSION" |
+		sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+	[ -n "$dir" ] && [ -f "$dir/go.mod" ] || fail "go mod download k8s.io/kubernetes@$VERSION gave no source"
+	src="$CACHE/src"
+	rm -rf "$src"
+	mkdir -p "$CACHE"
+	cp -r "$dir" "$src"
+	chmod -R u+w "$src"
+	# go.work lists the staging directories the zip does not have.
+	rm -f "$src/go.work" "$src/go.work.sum"
+	awk -v pv="v0.$minor.${VERSION##*.}" '
+		/^replace \(/ { inrep = 1; print; next }
+		inrep && /^\)/ { inrep = 0; print; next }
+		inrep && /=> \.\/staging\// { print "\t" $1 " => " $1 " " pv; next }
+		{ print }' "$src/go.mod" >"$src/go.mod.new"
+	mv "$src/go.mod.new" "$src/go.mod"
+	# The version the binaries report (/version, and the emulation version
+	# checks); hack/lib/version.sh sets the same from git.
+	pkg=k8s.io/component-base/version
+	ld="-s -w -X $pkg.gitVersion=$VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
+	mkdir -p "$BIN.tmp"
+	if ! (cd "$src" && GOWORK=off GOFLAGS=-mod=mod nice go build -trimpath -ldflags "$ld" -o "$BIN.tmp/" \
+		./cmd/kube-apiserver ./cmd/kube-controller-manager) >"$CACHE/build.log" 2>&1; then
+		tail -n 30 "$CACHE/build.log" >&2
+		fail "build failed (log: $CACHE/build.log)"
+	fi
+	rm -rf "$BIN" "$src"
+	mv "$BIN.tmp" "$BIN"
+	say "built $(du -sh "$BIN" | cut -f1) of binaries"
+}
+
+mkdir -p "$(dirname "$CACHE")"
+(
+	# Two test runs starting at once build once.
+	flock 9
+	if [ ! -x "$BIN/kube-apiserver" ] || [ ! -x "$BIN/kube-controller-manager" ]; then
+		build
+	fi
+) 9>"$CACHE.lock"
+
+if ! command -v etcd >/dev/null 2>&1; then
+	say "installing etcd-server"
+	if ! { apt-get -o DPkg::Lock::Timeout=900 update -q && DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=900 install -y -q --no-install-recommends etcd-server; } >"$RUN/apt.log" 2>&1; then
+		cat "$RUN/apt.log" >&2
+		exit 1
+	fi
+fi
+
+# --- certificates -----------------------------------------------------------
+
+# cert NAME SUBJECT [SAN]: a key and a certificate signed by the test CA.
+cert() {
+	[ -s "$PKI/$1.crt" ] && return
+	openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout "$PKI/$1.key" \
+		-subj "$2" -out "$PKI/$1.csr" 2>/dev/null
+	ext="$PKI/$1.ext"
+	if [ -n "${3:-}" ]; then
+		printf 'subjectAltName=%s\nextendedKeyUsage=serverAuth,clientAuth\n' "$3" >"$ext"
+	else
+		printf 'extendedKeyUsage=clientAuth\n' >"$ext"
+	fi
+	openssl x509 -req -in "$PKI/$1.csr" -CA "$PKI/ca.crt" -CAkey "$PKI/ca.key" -CAcreateserial \
+		-days 365 -extfile "$ext" -out "$PKI/$1.crt" 2>/dev/null
+	rm -f "$PKI/$1.csr" "$ext"
+}
+
+(umask 077 && mkdir -p "$PKI")
+if [ ! -s "$PKI/ca.crt" ]; then
+	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 365 \
+		-subj "/CN=drydock-test-kube-ca" -keyout "$PKI/ca.key" -out "$PKI/ca.crt" 2>/dev/null
+fi
+(
+	umask 077
+	local_san="IP:127.0.0.1,DNS:localhost"
+	cert etcd "/CN=etcd" "$local_san"
+	# The first address of the service range is the kubernetes Service's.
+	cert apiserver "/CN=kube-apiserver" "$local_san,IP:10.96.0.1,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc"
+	cert apiserver-etcd "/CN=kube-apiserver-etcd-client"
+	cert admin "/O=system:masters/CN=drydock-test-admin"
+	# Every controller acts as this one identity (no
+	# --use-service-account-credentials): the bootstrap role alone would
+	# not cover them all.
+	cert controller-manager "/O=system:masters/CN=system:kube-controller-manager"
+	# The user name a service account's token authenticates as: RBAC binds
+	# it exactly as it binds the account (a cert carries no
+	# system:serviceaccounts group, and the manifests bind none).
+	cert runtime "/CN=system:serviceaccount:drydock:drydock"
+	[ -s "$PKI/sa.key" ] || openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$PKI/sa.key" 2>/dev/null
+	[ -s "$PKI/sa.pub" ] || openssl pkey -in "$PKI/sa.key" -pubout -out "$PKI/sa.pub" 2>/dev/null
+)
+
+# --- ports ------------------------------------------------------------------
+
+# free_port FIRST: the first port from FIRST on that nothing listens on.
+free_port() {
+	p=$1
+	while command -v ss >/dev/null 2>&1 && [ -n "$(ss -Hltn "( sport = :$p )")" ]; do
+		p=$((p + 1))
+		[ "$p" -le $(($1 + 100)) ] || fail "no free port in $1-$p"
+	done
+	echo "$p"
+}
+
+# wait_for NAME TRIES CHECK...: polls CHECK every half second.
+wait_for() {
+	name=$1 tries=$2
+	shift 2
+	i=0
+	until "$@"; do
+		i=$((i + 1))
+		if [ "$i" -gt "$tries" ] || ! alive "$name"; then
+			echo "kube-up: $name did not come up; last log lines:" >&2
+			tail -n 20 "$RUN/$name.log" >&2
+			exit 1
+		fi
+		sleep 0.5
+	done
+}
+
+start() {
+	name=$1
+	shift
+	nohup "$@" >"$RUN/$name.log" 2>&1 </dev/null &
+	echo $! >"$RUN/$name.pid"
+}
+
+# --- etcd -------------------------------------------------------------------
+
+etcd_port=$(free_port 52379)
+peer_port=$(free_port $((etcd_port + 1)))
+# A fresh store every start: the tests want an empty cluster, as from
+# postgres-up.sh.
+rm -rf "$RUN/etcd"
+(umask 077 && mkdir -p "$RUN/etcd")
+start etcd etcd --name drydock-test --data-dir "$RUN/etcd" \
+	--listen-client-urls "https://127.0.0.1:$etcd_port" --advertise-client-urls "https://127.0.0.1:$etcd_port" \
+	--listen-peer-urls "https://127.0.0.1:$peer_port" --initial-advertise-peer-urls "https://127.0.0.1:$peer_port" \
+	--initial-cluster "drydock-test=https://127.0.0.1:$peer_port" --initial-cluster-state new \
+	--cert-file "$PKI/etcd.crt" --key-file "$PKI/etcd.key" --client-cert-auth --trusted-ca-file "$PKI/ca.crt" \
+	--peer-cert-file "$PKI/etcd.crt" --peer-key-file "$PKI/etcd.key" --peer-client-cert-auth --peer-trusted-ca-file "$PKI/ca.crt"
+etcd_ready() {
+	curl -sf --max-time 2 --cacert "$PKI/ca.crt" --cert "$PKI/apiserver-etcd.crt" --key "$PKI/apiserver-etcd.key" \
+		"https://127.0.0.1:$etcd_port/health" 2>/dev/null | grep -q '"health":"true"'
+}
+wait_for etcd 60 etcd_ready
+
+# --- kube-apiserver ---------------------------------------------------------
+
+api_port=$(free_port 56443)
+echo "$api_port" >"$RUN/apiserver.port"
+# Admission: the defaults (PodSecurity, ServiceAccount, RuntimeClass,
+# NamespaceLifecycle, LimitRanger, ResourceQuota...) as in any cluster, plus
+# OwnerReferencesPermissionEnforcement, which some distributions enable, so
+# the runtime's adopting of its Secret and NetworkPolicy is checked too.
+# --min-request-timeout=5 ends every watch after 5 to 10 s (30 to 60 min by
+# default), so that the tests see the runtime reopen its watches. The
+# endpoint reconciler would publish the advertised address as the
+# kubernetes Service's endpoint, and refuses a loopback one: nothing here
+# reaches the API through that Service.
+start kube-apiserver "$BIN/kube-apiserver" \
+	--bind-address=127.0.0.1 --advertise-address=127.0.0.1 --secure-port="$api_port" \
+	--etcd-servers="https://127.0.0.1:$etcd_port" --etcd-cafile="$PKI/ca.crt" \
+	--etcd-certfile="$PKI/apiserver-etcd.crt" --etcd-keyfile="$PKI/apiserver-etcd.key" \
+	--tls-cert-file="$PKI/apiserver.crt" --tls-private-key-file="$PKI/apiserver.key" \
+	--client-ca-file="$PKI/ca.crt" --authorization-mode=RBAC \
+	--service-account-issuer=https://kubernetes.default.svc \
+	--service-account-key-file="$PKI/sa.pub" --service-account-signing-key-file="$PKI/sa.key" \
+	--service-cluster-ip-range="$SERVICE_CIDR" \
+	--enable-admission-plugins=OwnerReferencesPermissionEnforcement \
+	--min-request-timeout=5 \
+	--endpoint-reconciler-type=none \
+	--profiling=false
+wait_for kube-apiserver 240 ready
+
+kubeconfig() { # FILE USER CERT
+	(
+		umask 077
+		cat >"$1" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+  - name: drydock-test
+    cluster:
+      server: https://127.0.0.1:$api_port
+      certificate-authority: $PKI/ca.crt
+users:
+  - name: $2
+    user:
+      client-certificate: $PKI/$3.crt
+      client-key: $PKI/$3.key
+contexts:
+  - name: $2
+    context: {cluster: drydock-test, user: $2}
+current-context: $2
+EOF
+	)
+}
+kubeconfig "$ADMIN" drydock-test-admin admin
+kubeconfig "$RUNTIME" drydock-runtime runtime
+kubeconfig "$RUN/controller-manager.kubeconfig" kube-controller-manager controller-manager
+
+# --- kube-controller-manager ------------------------------------------------
+
+# Only the controllers a cluster without nodes can use and the runtime
+# relies on: the garbage collector (a sandbox's Secret and NetworkPolicy
+# go with its pod), namespace deletion, and the default service account
+# the ServiceAccount admission plugin wants in every namespace.
+kcm_port=$(free_port 51257)
+start kube-controller-manager "$BIN/kube-controller-manager" \
+	--kubeconfig="$RUN/controller-manager.kubeconfig" \
+	--authentication-kubeconfig="$RUN/controller-manager.kubeconfig" \
+	--authorization-kubeconfig="$RUN/controller-manager.kubeconfig" \
+	--bind-address=127.0.0.1 --secure-port="$kcm_port" --leader-elect=false \
+	--controllers=garbage-collector-controller,namespace-controller,serviceaccount-controller \
+	--root-ca-file="$PKI/ca.crt" --service-account-private-key-file="$PKI/sa.key" \
+	--cluster-signing-cert-file="$PKI/ca.crt" --cluster-signing-key-file="$PKI/ca.key" \
+	--profiling=false
+kcm_ready() {
+	curl -sfk --max-time 2 "https://127.0.0.1:$kcm_port/healthz" >/dev/null 2>&1
+}
+wait_for kube-controller-manager 120 kcm_ready
+
+say "control plane $VERSION started (kube-apiserver pid $(cat "$RUN/kube-apiserver.pid") on 127.0.0.1:$api_port, etcd on :$etcd_port, logs in $RUN)"
+print_env
