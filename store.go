@@ -17,6 +17,18 @@ type Store interface {
 	// set by the caller) together with its first event, atomically. When it
 	// returns nil the job is durable.
 	CreateJob(ctx context.Context, job *Job) error
+	// CreateJobOnce is CreateJob under an idempotency key of job.OwnerID.
+	// In one transaction it either records the key and creates job (created
+	// true, the job returned is job), or, when the owner's key is already
+	// held by an unexpired record with the same Fingerprint, creates
+	// nothing and returns the job that record names (created false). A
+	// held key with another fingerprint is EKEYREUSED. Concurrent calls with
+	// one key create one job: the others wait for its commit and return it.
+	// An expired record counts as absent and is replaced.
+	CreateJobOnce(ctx context.Context, job *Job, key IdempotencyKey) (stored *Job, created bool, err error)
+	// PurgeIdempotencyKeys deletes every expired idempotency key and
+	// returns how many it deleted (the runner's reaper calls it).
+	PurgeIdempotencyKeys(ctx context.Context) (int, error)
 	GetJob(ctx context.Context, id string) (*Job, error)
 	// ListJobs returns jobs newest first and the cursor of the next page ("" at
 	// the end).

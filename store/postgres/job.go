@@ -93,31 +93,59 @@ func mustJSON(v any) string {
 // job.CreatedAt when zero (from the database clock), and rounds CreatedAt to
 // microseconds.
 func (s *Store) CreateJob(ctx context.Context, job *drydock.Job) error {
-	if job.ID == "" {
-		return drydock.Errorf(drydock.EINVALID, "job id is required")
+	ins, err := newJobInsert(job)
+	if err != nil {
+		return err
 	}
-	var metadata *string
+	return ins.run(ctx, s.pool)
+}
+
+// jobInsert is a new job encoded for the INSERT, so that encoding errors
+// are found before the database is asked.
+type jobInsert struct {
+	job         *drydock.Job
+	metadata    *string
+	egress      *string
+	secretNames *string
+}
+
+func newJobInsert(job *drydock.Job) (*jobInsert, error) {
+	if job.ID == "" {
+		return nil, drydock.Errorf(drydock.EINVALID, "job id is required")
+	}
+	ins := &jobInsert{job: job}
 	if len(job.Metadata) > 0 {
 		b, err := json.Marshal(job.Metadata)
 		if err != nil {
-			return fmt.Errorf("create job %s: encode metadata: %w", job.ID, err)
+			return nil, fmt.Errorf("create job %s: encode metadata: %w", job.ID, err)
 		}
 		m := string(b)
-		metadata = &m
+		ins.metadata = &m
 	}
-	egress, err := listJSON("egress", job.Egress)
-	if err != nil {
-		return fmt.Errorf("create job %s: %w", job.ID, err)
+	var err error
+	if ins.egress, err = listJSON("egress", job.Egress); err != nil {
+		return nil, fmt.Errorf("create job %s: %w", job.ID, err)
 	}
 	if err := job.CheckSecretsSealed(); err != nil {
-		return err
+		return nil, err
 	}
-	secretNames, err := listJSON("secret names", job.SecretNames)
-	if err != nil {
-		return fmt.Errorf("create job %s: %w", job.ID, err)
+	if ins.secretNames, err = listJSON("secret names", job.SecretNames); err != nil {
+		return nil, fmt.Errorf("create job %s: %w", job.ID, err)
 	}
+	return ins, nil
+}
+
+// queryRower is the pool or a transaction.
+type queryRower interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// run inserts the job and its first event, and on success sets the job's
+// stored state.
+func (ins *jobInsert) run(ctx context.Context, q queryRower) error {
+	job := ins.job
 	var created time.Time
-	err = s.pool.QueryRow(ctx, `WITH j AS (
+	err := q.QueryRow(ctx, `WITH j AS (
 			INSERT INTO jobs (id, owner_id, status, created_at, task, model, max_steps, timeout_ms, profile, metadata, context_budget, egress,
 				secret_names, secrets_sealed, last_seq)
 			VALUES ($1, $2, 'pending', COALESCE($3, now()), $4, $5, $6, $7, $8, $9, $11, $12, $13, $14, 1)
@@ -126,8 +154,8 @@ func (s *Store) CreateJob(ctx context.Context, job *drydock.Job) error {
 		SELECT id, 1, 'status', created_at, $10 FROM j
 		RETURNING time`,
 		job.ID, job.OwnerID, dbTime(job.CreatedAt), job.Task, job.Model, job.MaxSteps,
-		time.Duration(job.Timeout).Milliseconds(), string(job.Profile), metadata, pendingEvent, job.ContextBudget, egress,
-		secretNames, job.SealedSecrets).Scan(&created)
+		time.Duration(job.Timeout).Milliseconds(), string(job.Profile), ins.metadata, pendingEvent, job.ContextBudget, ins.egress,
+		ins.secretNames, job.SealedSecrets).Scan(&created)
 	switch {
 	case isUnique(err):
 		return drydock.Errorf(drydock.ECONFLICT, "job %s already exists", job.ID)

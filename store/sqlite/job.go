@@ -90,60 +90,83 @@ func scanJob(row scanner) (*drydock.Job, error) {
 // job.Status, and job.CreatedAt when zero, and rounds CreatedAt to the
 // microseconds the store keeps.
 func (s *Store) CreateJob(ctx context.Context, job *drydock.Job) error {
+	ins, err := newJobInsert(job)
+	if err != nil {
+		return err
+	}
+	if err := s.w.do(ctx, ins.run); err != nil {
+		return wrapErr("create job "+job.ID, err)
+	}
+	ins.done()
+	return nil
+}
+
+// jobInsert is a new job encoded for the INSERT, so that encoding errors
+// are found before the write is queued.
+type jobInsert struct {
+	job         *drydock.Job
+	created     time.Time
+	metadata    any
+	egress      any
+	secretNames any
+}
+
+func newJobInsert(job *drydock.Job) (*jobInsert, error) {
 	if job.ID == "" {
-		return drydock.Errorf(drydock.EINVALID, "job id is required")
+		return nil, drydock.Errorf(drydock.EINVALID, "job id is required")
 	}
-	created := job.CreatedAt
-	if created.IsZero() {
-		created = now()
+	ins := &jobInsert{job: job, created: job.CreatedAt}
+	if ins.created.IsZero() {
+		ins.created = now()
 	}
-	created = created.UTC().Truncate(time.Microsecond)
-	var metadata any
+	ins.created = ins.created.UTC().Truncate(time.Microsecond)
 	if len(job.Metadata) > 0 {
 		b, err := json.Marshal(job.Metadata)
 		if err != nil {
-			return fmt.Errorf("create job %s: encode metadata: %w", job.ID, err)
+			return nil, fmt.Errorf("create job %s: encode metadata: %w", job.ID, err)
 		}
-		metadata = string(b)
+		ins.metadata = string(b)
 	}
-	egress, err := listJSON("egress", job.Egress)
-	if err != nil {
-		return fmt.Errorf("create job %s: %w", job.ID, err)
+	var err error
+	if ins.egress, err = listJSON("egress", job.Egress); err != nil {
+		return nil, fmt.Errorf("create job %s: %w", job.ID, err)
 	}
 	if err := job.CheckSecretsSealed(); err != nil {
-		return err
+		return nil, err
 	}
-	secretNames, err := listJSON("secret names", job.SecretNames)
-	if err != nil {
-		return fmt.Errorf("create job %s: %w", job.ID, err)
+	if ins.secretNames, err = listJSON("secret names", job.SecretNames); err != nil {
+		return nil, fmt.Errorf("create job %s: %w", job.ID, err)
 	}
-	event, _ := json.Marshal(statusData{Status: drydock.StatusPending})
-	createdText := fmtTime(created)
+	return ins, nil
+}
 
-	err = s.w.do(ctx, func(ctx context.Context, tx *wtx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO jobs
-			(id, owner_id, status, created_at, task, model, max_steps, timeout_ms, profile, metadata, context_budget, egress,
-			 secret_names, secrets_sealed, last_seq)
-			VALUES (?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1)`,
-			job.ID, job.OwnerID, createdText, job.Task, job.Model, job.MaxSteps,
-			time.Duration(job.Timeout).Milliseconds(), string(job.Profile), metadata, job.ContextBudget, egress,
-			secretNames, job.SealedSecrets)
-		if isConstraint(err) {
-			return drydock.Errorf(drydock.ECONFLICT, "job %s already exists", job.ID)
-		}
-		if err != nil {
-			return err
-		}
-		_, err = tx.ExecContext(ctx, `INSERT INTO events (job_id, seq, type, time, data) VALUES (?, 1, ?, ?, ?)`,
-			job.ID, string(drydock.EventStatus), createdText, string(event))
-		return err
-	})
-	if err != nil {
-		return wrapErr("create job "+job.ID, err)
+var pendingEvent, _ = json.Marshal(statusData{Status: drydock.StatusPending})
+
+// run inserts the job and its first event inside the writer's transaction.
+func (ins *jobInsert) run(ctx context.Context, tx *wtx) error {
+	job, createdText := ins.job, fmtTime(ins.created)
+	_, err := tx.ExecContext(ctx, `INSERT INTO jobs
+		(id, owner_id, status, created_at, task, model, max_steps, timeout_ms, profile, metadata, context_budget, egress,
+		 secret_names, secrets_sealed, last_seq)
+		VALUES (?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1)`,
+		job.ID, job.OwnerID, createdText, job.Task, job.Model, job.MaxSteps,
+		time.Duration(job.Timeout).Milliseconds(), string(job.Profile), ins.metadata, job.ContextBudget, ins.egress,
+		ins.secretNames, job.SealedSecrets)
+	if isConstraint(err) {
+		return drydock.Errorf(drydock.ECONFLICT, "job %s already exists", job.ID)
 	}
-	job.Status = drydock.StatusPending
-	job.CreatedAt = created
-	return nil
+	if err != nil {
+		return err
+	}
+	_, err = tx.ExecContext(ctx, `INSERT INTO events (job_id, seq, type, time, data) VALUES (?, 1, ?, ?, ?)`,
+		job.ID, string(drydock.EventStatus), createdText, string(pendingEvent))
+	return err
+}
+
+// done reports the stored state back to the caller's job once committed.
+func (ins *jobInsert) done() {
+	ins.job.Status = drydock.StatusPending
+	ins.job.CreatedAt = ins.created
 }
 
 // GetJob returns the job or ENOTFOUND.

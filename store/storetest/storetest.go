@@ -49,6 +49,7 @@ func Run(t *testing.T, newStore func(t *testing.T) drydock.Store, opts ...Option
 		{"Events", s.eventTests()},
 		{"Tokens", s.tokenTests()},
 		{"Secrets", s.secretTests()},
+		{"Idempotency", s.idempotencyTests()},
 		{"Durability", s.durabilityTests()},
 	}
 	for _, g := range groups {
