@@ -132,6 +132,15 @@ func (r *Runner) execute(ctx context.Context, cancel context.CancelCauseFunc, jo
 		if err := r.deps.Runtime.Destroy(endCtx, sb.ID); err != nil {
 			log.Error("destroy sandbox; the reaper will retry", "sandbox_id", sb.ID, "err", err)
 		}
+	} else if job.SandboxID != "" {
+		// A recovered job that failed before reattaching (its secrets no
+		// longer open under this server's key) leaves a sandbox that holds
+		// them in its processes and workspace. It is not archived (the
+		// values to mask are unknown) and goes now rather than at the
+		// reaper's next pass.
+		if err := r.deps.Runtime.Destroy(endCtx, job.SandboxID); err != nil && drydock.ErrorCode(err) != drydock.ENOTFOUND {
+			log.Error("destroy the sandbox of a job that did not reattach; the reaper will retry", "sandbox_id", job.SandboxID, "err", err)
+		}
 	}
 	r.deps.Metrics.finished(result.Status, time.Since(started))
 	log.Info("job finished", "status", result.Status, "error", result.Error, "duration", time.Since(started).Round(time.Millisecond))

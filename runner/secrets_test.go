@@ -194,3 +194,34 @@ func TestJobSecretsUnderAnotherKeyFailTheJob(t *testing.T) {
 		}
 	}
 }
+
+// A recovered job whose secrets no longer open fails the same way, and its
+// sandbox (which holds the values) is destroyed with it, not archived.
+func TestRecoveredJobUnderAnotherKeyLosesItsSandbox(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.deps.Secrets = newBox(t)
+	id := b.createSealed(t, newBox(t), drydock.SecretValues{"CANARY": canary})
+	if _, err := b.store.ClaimJob(t.Context(), "n:dead", time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	sb, err := b.runtime.Create(t.Context(), drydock.SandboxSpec{JobID: id, Labels: map[string]string{drydock.LabelServer: "n", drydock.LabelJob: id}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.store.UpdateProgress(t.Context(), id, "n:dead", drydock.JobProgress{SandboxID: &sb.ID}); err != nil {
+		t.Fatal(err)
+	}
+	// A reaper pass a minute away: only the runner can remove it in time.
+	b.start(t, runner.Config{NodeID: "n", PollInterval: 20 * time.Millisecond, ReapInterval: time.Hour})
+	j := waitTerminal(t, b.store, id)
+	if j.Status != drydock.StatusError || !strings.Contains(j.Error, "--secrets-key-file") {
+		t.Errorf("job %s %q; want an error naming --secrets-key-file", j.Status, j.Error)
+	}
+	if j.ArtifactKey != "" {
+		t.Errorf("the workspace was archived (%s) without the values to mask", j.ArtifactKey)
+	}
+	if _, err := b.runtime.Get(t.Context(), sb.ID); drydock.ErrorCode(err) != drydock.ENOTFOUND {
+		t.Errorf("the recovered job's sandbox outlived it: %v", err)
+	}
+}
