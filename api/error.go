@@ -24,6 +24,7 @@ var statusOf = map[string]int{
 	eMethodNotAllowed:       http.StatusMethodNotAllowed,
 	drydock.ECONFLICT:       http.StatusConflict,
 	drydock.ELEASELOST:      http.StatusConflict,
+	drydock.EKEYREUSED:      http.StatusUnprocessableEntity,
 	drydock.ETOOLARGE:       http.StatusRequestEntityTooLarge,
 	eUnsupportedMedia:       http.StatusUnsupportedMediaType,
 	eTooMany:                http.StatusTooManyRequests,

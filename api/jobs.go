@@ -94,6 +94,11 @@ func jsonKind(goKind string) string {
 }
 
 func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
+	key, keyed, err := idempotencyKey(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	var req createRequest
 	if err := s.decodeJSON(w, r, &req, createFields); err != nil {
 		s.writeError(w, r, err)
@@ -134,14 +139,42 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	if err := s.store.CreateJob(r.Context(), job); err != nil {
+	if keyed {
+		// After sealSecrets: a request with secrets that this server cannot
+		// seal is refused before its fingerprint is made.
+		job, err = s.createOnce(w, r, job, key, spec)
+	} else if err = s.store.CreateJob(r.Context(), job); err == nil {
+		s.queue.Notify()
+	}
+	if err != nil {
 		s.writeError(w, r, fmt.Errorf("create job: %w", err))
 		return
 	}
-	s.queue.Notify()
 	s.decorate(r, job)
 	w.Header().Set("Location", job.StatusURL)
 	writeJSON(w, http.StatusCreated, job)
+}
+
+// createOnce creates job under the caller's idempotency key, or returns
+// the job an earlier request with the key and the same body created, its
+// answer marked Idempotent-Replayed. A replay gets the status a first
+// answer has (201), so that clients checking for 201 need no change.
+func (s *Server) createOnce(w http.ResponseWriter, r *http.Request, job *drydock.Job, key string, spec drydock.JobSpec) (*drydock.Job, error) {
+	fp, err := s.fingerprint(spec)
+	if err != nil {
+		return nil, err
+	}
+	stored, created, err := s.store.CreateJobOnce(r.Context(), job, drydock.IdempotencyKey{Key: key, Fingerprint: fp, TTL: s.cfg.IdempotencyTTL})
+	if err != nil {
+		return nil, err
+	}
+	if created {
+		s.queue.Notify()
+		return stored, nil
+	}
+	s.log.Info("job creation replayed for an idempotency key", "job_id", stored.ID, "owner", stored.OwnerID)
+	w.Header().Set(headerReplayed, "true")
+	return stored, nil
 }
 
 // lookup loads the job named in the path and checks the caller may see it.

@@ -71,8 +71,12 @@ type Config struct {
 	// closes tunnels the list no longer allows).
 	EgressChanged func(ctx context.Context, job *drydock.Job)
 	// Secrets seals the secrets of new jobs for the store and opens them
-	// to mask a running job's files. Nil refuses jobs with secrets.
+	// to mask a running job's files; its MAC key also makes the request
+	// fingerprints of idempotency keys. Nil refuses jobs with secrets.
 	Secrets *secretbox.Box
+	// IdempotencyTTL is how long an Idempotency-Key of POST /v1/jobs
+	// holds (default drydock.DefaultIdempotencyTTL).
+	IdempotencyTTL time.Duration
 }
 
 // Server is the HTTP API.
@@ -110,6 +114,9 @@ func New(cfg Config, store *watch.Store, queue Queue, artifacts drydock.Artifact
 	}
 	if cfg.Toolbox == nil {
 		cfg.Toolbox = toolbox.NewPool()
+	}
+	if cfg.IdempotencyTTL <= 0 {
+		cfg.IdempotencyTTL = drydock.DefaultIdempotencyTTL
 	}
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)

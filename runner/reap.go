@@ -67,6 +67,13 @@ func (r *Runner) reapLoop(ctx context.Context) {
 		if _, err := r.Reap(ctx); err != nil && ctx.Err() == nil {
 			r.log.Warn("reaper pass failed", "err", err)
 		}
+		// The store's expired idempotency keys go on the same round (any
+		// replica may purge them; a purge skips what another one holds).
+		if n, err := r.deps.Store.PurgeIdempotencyKeys(ctx); err != nil && ctx.Err() == nil {
+			r.log.Warn("purge expired idempotency keys", "err", err)
+		} else if n > 0 {
+			r.log.Info("purged expired idempotency keys", "count", n)
+		}
 		select {
 		case <-ctx.Done():
 			return

@@ -33,8 +33,9 @@ var ErrWrongKey = errors.New("sealed under another key")
 // Box seals and opens secret values under one key. It is safe for
 // concurrent use.
 type Box struct {
-	aead  cipher.AEAD
-	keyID [keyIDSize]byte
+	aead   cipher.AEAD
+	keyID  [keyIDSize]byte
+	macKey [sha256.Size]byte
 }
 
 // New returns a Box for a KeySize-byte key.
@@ -56,7 +57,25 @@ func New(key []byte) (*Box, error) {
 	m := hmac.New(sha256.New, key)
 	m.Write([]byte("drydock secretbox key id"))
 	copy(b.keyID[:], m.Sum(nil))
+	// A key of its own for MAC, so that no MAC is ever computed under the
+	// encryption key or equals the key id.
+	m = hmac.New(sha256.New, key)
+	m.Write([]byte("drydock secretbox mac key"))
+	copy(b.macKey[:], m.Sum(nil))
 	return b, nil
+}
+
+// MAC returns the HMAC-SHA256 of data under a key derived from the box's
+// key, separated by purpose (a constant naming the use; no NUL byte). Unlike
+// a plain hash, a MAC stored beside other data cannot be used to test
+// guesses of what it covers without the server's key, so it may cover
+// secret values. Servers sharing a key compute the same MAC.
+func (b *Box) MAC(purpose string, data []byte) []byte {
+	m := hmac.New(sha256.New, b.macKey[:])
+	m.Write([]byte(purpose))
+	m.Write([]byte{0})
+	m.Write(data)
+	return m.Sum(nil)
 }
 
 // additionalData binds a sealed value to its job.

@@ -46,6 +46,7 @@ type ServerCmd struct {
 	MaxConcurrent int             `default:"2" env:"DRYDOCK_MAX_CONCURRENT" help:"Jobs this server runs at once; 0 serves the API only (another replica runs the jobs)."`
 	JobTimeout    time.Duration   `default:"30m" env:"DRYDOCK_JOB_TIMEOUT" help:"Default wall-time limit of a job."`
 	LeaseTTL      time.Duration   `default:"10s" help:"How long a job's lease lasts without a heartbeat: a dead replica's jobs move to another after at most this long."`
+	IdemTTL       time.Duration   `name:"idempotency-ttl" default:"24h" env:"DRYDOCK_IDEMPOTENCY_TTL" help:"How long an Idempotency-Key of a job creation is remembered: a retry with the key within this time returns the first job."`
 	NodeID        string          `env:"DRYDOCK_NODE_ID" help:"Stable name of this server, unique among replicas (default: host name and listen port)."`
 	LogLevel      slog.Level      `default:"info" env:"DRYDOCK_LOG_LEVEL" help:"debug, info, warn or error."`
 	LogFormat     string          `default:"text" enum:"text,json" env:"DRYDOCK_LOG_FORMAT" help:"Log format: text or json."`
@@ -215,14 +216,15 @@ func (c *ServerCmd) Run(g *Globals) error {
 		Egress: eg.Open, Secrets: secrets,
 	})
 	srv := api.New(api.Config{
-		DevMode:       devMode,
-		PublicURL:     c.PublicURL,
-		LiveURL:       c.LiveURL,
-		Sandboxes:     rt.Get,
-		Toolbox:       pool,
-		LinkKeyFile:   filepath.Join(c.DataDir, "link.key"),
-		EgressChanged: eg.Changed,
-		Secrets:       secrets,
+		DevMode:        devMode,
+		PublicURL:      c.PublicURL,
+		LiveURL:        c.LiveURL,
+		Sandboxes:      rt.Get,
+		Toolbox:        pool,
+		LinkKeyFile:    filepath.Join(c.DataDir, "link.key"),
+		EgressChanged:  eg.Changed,
+		Secrets:        secrets,
+		IdempotencyTTL: c.IdemTTL,
 	}, ws, run, artifacts, reg, log)
 
 	ln, err := net.Listen("tcp", c.Listen)
