@@ -3,21 +3,30 @@ package e2e_test
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"fmt"
 	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/drydockhq/drydock"
 	k8sruntime "github.com/drydockhq/drydock/runtime/kubernetes"
@@ -138,18 +147,25 @@ func (k *hostKubelet) start(ctx context.Context, pod *corev1.Pod) error {
 	k.mu.Lock()
 	k.pods[pod.Name], k.ips[pod.Name] = cmd, ip
 	k.mu.Unlock()
-	pod = pod.DeepCopy()
-	now := metav1.Now()
-	pod.Status = corev1.PodStatus{
-		Phase: corev1.PodRunning, PodIP: ip, PodIPs: []corev1.PodIP{{IP: ip}}, StartTime: &now,
-		Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: now}},
-		ContainerStatuses: []corev1.ContainerStatus{{
-			Name: c.Name, Image: c.Image, Ready: true, Started: ptrTo(true),
-			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}},
-		}},
-	}
-	_, err = k.cs.CoreV1().Pods(k.ns).UpdateStatus(ctx, pod, metav1.UpdateOptions{})
-	return err
+	// A scheduler, when the cluster runs one, writes the pod's status
+	// too (unschedulable: see hostKubeletClass): retry on a conflict.
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		pod, err := k.cs.CoreV1().Pods(k.ns).Get(ctx, pod.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		now := metav1.Now()
+		pod.Status = corev1.PodStatus{
+			Phase: corev1.PodRunning, PodIP: ip, PodIPs: []corev1.PodIP{{IP: ip}}, StartTime: &now,
+			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: now}},
+			ContainerStatuses: []corev1.ContainerStatus{{
+				Name: c.Name, Image: c.Image, Ready: true, Started: ptrTo(true),
+				State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}},
+			}},
+		}
+		_, err = k.cs.CoreV1().Pods(k.ns).UpdateStatus(ctx, pod, metav1.UpdateOptions{})
+		return err
+	})
 }
 
 func ptrTo[T any](v T) *T { return &v }
@@ -177,11 +193,23 @@ func (k *hostKubelet) running() map[string]string {
 	return maps.Clone(k.ips)
 }
 
-// A job's pod reaches the network only through the orchestrator's egress
-// gateway, which applies the job's list by host name, follows changes
-// while the job runs, and answers the pod's programs with reasons: the
-// real binary against a real API server, with real toolboxd processes.
-func TestKubernetesEgressThroughTheGateway(t *testing.T) {
+// kubeHarness is a namespace of the test API server whose pods a host
+// kubelet runs.
+type kubeHarness struct {
+	kubeconfig string
+	cfg        *rest.Config
+	cs         k8sruntime.Client
+	ns         string
+	kubelet    *hostKubelet
+	// class is a RuntimeClass that keeps the pods off every real node.
+	class string
+}
+
+// newKubeHarness makes a fresh namespace on the API server of
+// DRYDOCK_TEST_KUBECONFIG (skipping without one) and starts a host
+// kubelet for it.
+func newKubeHarness(t *testing.T) *kubeHarness {
+	t.Helper()
 	kubeconfig := os.Getenv("DRYDOCK_TEST_KUBECONFIG")
 	if kubeconfig == "" {
 		t.Skip("DRYDOCK_TEST_KUBECONFIG not set: no Kubernetes API server (make test starts one with scripts/testenv/kube-up.sh)")
@@ -217,40 +245,86 @@ func TestKubernetesEgressThroughTheGateway(t *testing.T) {
 			t.Fatalf("no default service account in %s: %v", ns, err)
 		}
 	}
-	kubelet := startHostKubelet(t, cs, ns, bin)
+	return &kubeHarness{kubeconfig: kubeconfig, cfg: cfg, cs: cs, ns: ns, kubelet: startHostKubelet(t, cs, ns, bin), class: hostKubeletClass(t, cfg, ns)}
+}
 
-	a := loopbackServer(t, "127.0.0.2:0", "a")
-	b := loopbackServer(t, "127.0.0.2:0", "b")
-	gw := freeAddr(t)
-	s := newServer(t, "--egress-private", "127.0.0.2/32", "--egress-listen", gw)
+// hostKubeletClass makes a RuntimeClass whose node selector no node
+// matches: when the API server has a scheduler and a real kubelet, the
+// pods that use it stay unscheduled, so that only the host kubelet runs
+// them (the RuntimeClass admission plugin, on by default, adds the
+// selector to each pod).
+func hostKubeletClass(t *testing.T, cfg *rest.Config, ns string) string {
+	t.Helper()
+	full, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc := &nodev1.RuntimeClass{
+		ObjectMeta: metav1.ObjectMeta{Name: ns + "-host"},
+		Handler:    "host-kubelet",
+		Scheduling: &nodev1.Scheduling{NodeSelector: map[string]string{"drydock.e2e/host-kubelet": ns}},
+	}
+	if _, err := full.NodeV1().RuntimeClasses().Create(t.Context(), rc, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("create RuntimeClass: %v", err)
+	}
+	t.Cleanup(func() {
+		full.NodeV1().RuntimeClasses().Delete(context.Background(), rc.Name, metav1.DeleteOptions{})
+	})
+	return rc.Name
+}
+
+// server prepares a fake-agent server whose sandboxes are the harness's
+// pods.
+func (k *kubeHarness) server(t *testing.T, extra ...string) *server {
+	t.Helper()
+	s := newServer(t, extra...)
 	for i, arg := range s.args {
 		if arg == "local" && s.args[i-1] == "--runtime" {
 			s.args[i] = "kubernetes"
 		}
 	}
-	s.args = append(s.args, "--kubeconfig", kubeconfig, "--kube-namespace", ns, "--kube-egress-gateway", gw)
-	s.start()
+	s.args = append(s.args, "--kubeconfig", k.kubeconfig, "--kube-namespace", k.ns, "--kube-runtime-class", k.class)
+	return s
+}
 
-	id := s.schedule(`{"task": "wait [fake:steps=0] [fake:hang]", "timeout": "10m", "egress": ["` + a + `"]}`)
-	var sb *drydock.Sandbox
-	deadline := time.Now().Add(time.Minute)
-	for sb == nil {
-		pods, err := cs.CoreV1().Pods(ns).List(t.Context(), metav1.ListOptions{LabelSelector: drydock.LabelJob + "=" + id})
+// jobSandbox waits until the host kubelet runs the job's pod and returns
+// the sandbox with its toolboxd's address and token.
+func (k *kubeHarness) jobSandbox(t *testing.T, s *server, id string) *drydock.Sandbox {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
+		pods, err := k.cs.CoreV1().Pods(k.ns).List(t.Context(), metav1.ListOptions{LabelSelector: drydock.LabelJob + "=" + id})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(pods.Items) == 1 && kubelet.running()[pods.Items[0].Name] != "" {
+		if len(pods.Items) == 1 && k.kubelet.running()[pods.Items[0].Name] != "" {
 			p := pods.Items[0]
-			sec, err := cs.CoreV1().Secrets(ns).Get(t.Context(), p.Name, metav1.GetOptions{})
+			sec, err := k.cs.CoreV1().Secrets(k.ns).Get(t.Context(), p.Name, metav1.GetOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
-			sb = &drydock.Sandbox{ID: p.Name, Token: string(sec.Data["token"]), Endpoint: drydock.Endpoint{Network: "tcp", Address: kubelet.running()[p.Name] + ":7070"}}
-		} else if j := s.status(id); j.Status.Terminal() || time.Now().After(deadline) {
+			return &drydock.Sandbox{ID: p.Name, Token: string(sec.Data["token"]), Endpoint: drydock.Endpoint{Network: "tcp", Address: k.kubelet.running()[p.Name] + ":7070"}}
+		}
+		if j := s.status(id); j.Status.Terminal() || time.Now().After(deadline) {
 			t.Fatalf("job %s: %s %q", id, j.Status, j.Error)
 		}
-		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// A job's pod reaches the network only through the orchestrator's egress
+// gateway, which applies the job's list by host name, follows changes
+// while the job runs, and answers the pod's programs with reasons: the
+// real binary against a real API server, with real toolboxd processes.
+func TestKubernetesEgressThroughTheGateway(t *testing.T) {
+	k := newKubeHarness(t)
+	a := loopbackServer(t, "127.0.0.2:0", "a")
+	b := loopbackServer(t, "127.0.0.2:0", "b")
+	gw := freeAddr(t)
+	s := k.server(t, "--egress-private", "127.0.0.2/32", "--egress-listen", gw, "--kube-egress-gateway", gw)
+	s.start()
+
+	id := s.schedule(`{"task": "wait [fake:steps=0] [fake:hang]", "timeout": "10m", "egress": ["` + a + `"]}`)
+	sb := k.jobSandbox(t, s, id)
+	cs, ns := k.cs, k.ns
 	tb := toolbox.New(sb.Endpoint, sb.Token)
 	// get runs curl in the pod, as the agent's commands run: with the
 	// environment the runtime gave the pod.
@@ -265,7 +339,7 @@ func TestKubernetesEgressThroughTheGateway(t *testing.T) {
 		}
 		return out.String()
 	}
-	deadline = time.Now().Add(time.Minute)
+	deadline := time.Now().Add(time.Minute)
 	for out := get(a); !strings.Contains(out, "hello from a"); out = get(a) {
 		if time.Now().After(deadline) {
 			t.Fatalf("a never became reachable through the gateway: %q", out)
@@ -314,4 +388,111 @@ func TestKubernetesEgressThroughTheGateway(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// A job's secret reaches its pod's processes through toolboxd alone: a
+// command, a new shell and Python in the pod see it, while no object of
+// the namespace holds it, in its JSON or base64-decoded (the pod's spec
+// and its Secret among them), and the job's events hold it masked.
+func TestKubernetesJobSecrets(t *testing.T) {
+	k := newKubeHarness(t)
+	s := k.server(t)
+	s.start()
+	value := newSecretValue("kube")
+	id := scheduleSecretJob(t, s, value, "[fake:steps=1] [fake:delay=0s] [fake:hang]")
+	waitObservations(t, s, id, 1, time.Minute)
+	sb := k.jobSandbox(t, s, id)
+	tb := toolbox.New(sb.Endpoint, sb.Token)
+	defer tb.Close()
+	probeEnv(t, tb, false, false).check(t, "the job's pod", value, "")
+
+	objs := namespaceObjects(t, k.cfg, k.ns)
+	for _, want := range []string{"pods/" + sb.ID, "secrets/" + sb.ID} {
+		if _, ok := objs[want]; !ok {
+			t.Errorf("%s is not among the namespace's objects; the search below misses it", want)
+		}
+	}
+	for name, obj := range objs {
+		if holds(obj, value) {
+			t.Errorf("%s holds the job's secret value", name)
+		}
+	}
+	t.Logf("searched %d objects of namespace %s: %v", len(objs), k.ns, slices.Sorted(maps.Keys(objs)))
+
+	if j := endJob(t, s, id); j.Status != drydock.StatusCancelled {
+		t.Errorf("job ended %s: %s", j.Status, j.Error)
+	}
+	eventsMasked(t, s, id, value)
+	if strings.Contains(s.logs.String(), value) {
+		t.Error("the server's log holds the value")
+	}
+}
+
+// namespaceObjects lists every object of the namespace, of every kind the
+// API server serves that can be listed, as kind/name → the object.
+func namespaceObjects(t *testing.T, cfg *rest.Config, ns string) map[string]map[string]any {
+	t.Helper()
+	cfg = rest.CopyConfig(cfg)
+	cfg.WarningHandler = rest.NoWarnings{} // deprecated kinds are listed on purpose
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A group whose discovery fails (an aggregated API with no backend)
+	// comes back as an error beside the rest.
+	lists, err := dc.ServerPreferredNamespacedResources()
+	if err != nil && len(lists) == 0 {
+		t.Fatalf("discover the API's resources: %v", err)
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]map[string]any{}
+	for _, l := range lists {
+		gv, err := schema.ParseGroupVersion(l.GroupVersion)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range l.APIResources {
+			if !slices.Contains(r.Verbs, "list") || strings.Contains(r.Name, "/") {
+				continue
+			}
+			items, err := dyn.Resource(gv.WithResource(r.Name)).Namespace(ns).List(t.Context(), metav1.ListOptions{})
+			if err != nil {
+				t.Errorf("list %s in %s: %v", r.Name, ns, err)
+				continue
+			}
+			for _, it := range items.Items {
+				out[r.Name+"/"+it.GetName()] = it.Object
+			}
+		}
+	}
+	return out
+}
+
+// holds reports whether v is in any string of obj, as it is or
+// base64-decoded (a Secret's data, or any other encoded field).
+func holds(obj any, v string) bool {
+	switch o := obj.(type) {
+	case string:
+		if strings.Contains(o, v) {
+			return true
+		}
+		dec, err := base64.StdEncoding.DecodeString(o)
+		return err == nil && bytes.Contains(dec, []byte(v))
+	case map[string]any:
+		for key, x := range o {
+			if holds(key, v) || holds(x, v) {
+				return true
+			}
+		}
+	case []any:
+		for _, x := range o {
+			if holds(x, v) {
+				return true
+			}
+		}
+	}
+	return false
 }
