@@ -460,7 +460,7 @@ func describe(pod *corev1.Pod) string {
 			parts = append(parts, c.Reason+": "+c.Message)
 		}
 	}
-	for _, cs := range pod.Status.ContainerStatuses {
+	for _, cs := range slices.Concat(pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses) {
 		if w := cs.State.Waiting; w != nil {
 			parts = append(parts, w.Reason+": "+w.Message)
 		}

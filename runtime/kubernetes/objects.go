@@ -396,9 +396,11 @@ func podFailure(pod *corev1.Pod) string {
 		}
 		return msg
 	}
-	for _, cs := range pod.Status.ContainerStatuses {
+	// The init container comes first and uses the same image, so a
+	// missing image shows there before the main container has a status.
+	for _, cs := range slices.Concat(pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses) {
 		if w := cs.State.Waiting; w != nil && fatalWaiting[w.Reason] {
-			return w.Reason + ": " + w.Message
+			return cs.Name + ": " + w.Reason + ": " + w.Message
 		}
 	}
 	return ""
