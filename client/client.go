@@ -37,6 +37,10 @@ type Client struct {
 	backoffMin, backoffMax time.Duration
 	streamIdle             time.Duration
 	pollMin, pollMax       time.Duration
+
+	// Retries of Schedule after an answer was lost, and their backoff.
+	retries            int
+	retryMin, retryMax time.Duration
 }
 
 // Option configures a Client.
@@ -51,6 +55,12 @@ func WithHTTPClient(hc *http.Client) Option {
 			c.hc = hc
 		}
 	}
+}
+
+// WithRetries sets how many times Schedule sends a request again when its
+// answer was lost (default DefaultRetries); 0 sends it once.
+func WithRetries(n int) Option {
+	return func(c *Client) { c.retries = max(0, n) }
 }
 
 // WithUserAgent sets the User-Agent header of every request.
@@ -74,6 +84,11 @@ func New(baseURL, token string, opts ...Option) *Client {
 		streamIdle: 45 * time.Second,
 		pollMin:    time.Second,
 		pollMax:    5 * time.Second,
+		// About 8 s in all: enough for a restarting server or a
+		// replica's lost connection, short for someone waiting.
+		retries:  DefaultRetries,
+		retryMin: 250 * time.Millisecond,
+		retryMax: 4 * time.Second,
 	}
 	c.base, c.baseErr = parseBase(baseURL)
 	for _, o := range opts {
@@ -156,6 +171,20 @@ func jobPath(id string, rest string) (string, error) {
 // do sends a request and returns the response of a 2xx answer; any other
 // answer becomes a *drydock.Error.
 func (c *Client) do(ctx context.Context, method, path string, q url.Values, body any, hdr http.Header) (*http.Response, error) {
+	resp, err := c.send(ctx, method, path, q, body, hdr)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		defer resp.Body.Close()
+		return nil, decodeError(resp)
+	}
+	return resp, nil
+}
+
+// send sends a request and returns whatever answer comes back; only a
+// request that gets no answer is an error.
+func (c *Client) send(ctx context.Context, method, path string, q url.Values, body any, hdr http.Header) (*http.Response, error) {
 	u, err := c.endpoint(path, q)
 	if err != nil {
 		return nil, err
@@ -193,10 +222,6 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, body
 			return nil, fmt.Errorf("%s %s: %w", method, path, context.Cause(ctx))
 		}
 		return nil, &ConnError{URL: c.base.Redacted(), Err: err}
-	}
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		defer resp.Body.Close()
-		return nil, decodeError(resp)
 	}
 	return resp, nil
 }
@@ -265,16 +290,6 @@ func (c *Client) doJSON(ctx context.Context, method, path string, q url.Values, 
 		return fmt.Errorf("decode answer of %s %s: %w", method, path, err)
 	}
 	return nil
-}
-
-// Schedule creates a job and returns it as the server stored it (pending,
-// with its links).
-func (c *Client) Schedule(ctx context.Context, spec drydock.JobSpec) (*drydock.Job, error) {
-	var j drydock.Job
-	if err := c.doJSON(ctx, http.MethodPost, "/v1/jobs", nil, spec, &j); err != nil {
-		return nil, err
-	}
-	return &j, nil
 }
 
 // Job returns a job by id; ENOTFOUND if it does not exist or belongs to

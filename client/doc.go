@@ -8,6 +8,12 @@
 // client side too. A server that cannot be reached gives a *ConnError, whose
 // code is drydock.EUNAVAILABLE.
 //
+// Schedule is safe to retry: every request carries an Idempotency-Key
+// (random, or WithIdempotencyKey), and Schedule sends it again by itself
+// when the answer is lost (connection failure, 502, 503, 504), so a job is
+// never created twice. When the outcome stays unknown it returns a
+// *ScheduleError naming the key; scheduling again with that key is safe.
+//
 // A job's secrets go in drydock.JobSpec.Secrets (environment variables for
 // the sandbox's processes). They are write-only: a job read back carries
 // SecretNames, never the values.

@@ -40,6 +40,16 @@ type Server struct {
 	drops     int      // upcoming streams to cut after their first event
 	streamIDs []string // Last-Event-ID (or after) of every stream request
 	ping      time.Duration
+
+	keys        map[string]idemRecord // Idempotency-Key → what it created
+	lostAnswers int                   // upcoming creations whose answer is cut
+	createKeys  []string              // Idempotency-Key of every creation request
+}
+
+// idemRecord is what an Idempotency-Key created, and from which request.
+type idemRecord struct {
+	spec string // the normalised spec as JSON
+	id   string
 }
 
 // NewServer starts a server on 127.0.0.1; Close stops it.
@@ -50,6 +60,7 @@ func NewServer() *Server {
 		events:    map[string][]*drydock.Event{},
 		artifacts: map[string]map[string][]byte{},
 		ping:      15 * time.Second,
+		keys:      map[string]idemRecord{},
 	}
 	mux := http.NewServeMux()
 	for _, p := range []string{"POST /v1/jobs", "POST /schedule", "POST /submit"} {
@@ -90,6 +101,23 @@ func (s *Server) DropStreams(n int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.drops = n
+}
+
+// LoseAnswers makes the next n job creations create their job and then
+// close the connection without answering, as a server killed right after
+// its commit, or a cut network, would.
+func (s *Server) LoseAnswers(n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.lostAnswers = n
+}
+
+// CreateKeys returns the Idempotency-Key header of every job creation
+// request, in order ("" for none).
+func (s *Server) CreateKeys() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.createKeys)
 }
 
 // StreamResumes returns the position every event stream request asked to
@@ -258,6 +286,7 @@ var statusOf = map[string]int{
 	drydock.EFORBIDDEN:      http.StatusForbidden,
 	drydock.ENOTFOUND:       http.StatusNotFound,
 	drydock.ECONFLICT:       http.StatusConflict,
+	drydock.EKEYREUSED:      http.StatusUnprocessableEntity,
 	drydock.ETOOLARGE:       http.StatusRequestEntityTooLarge,
 	drydock.EUNAVAILABLE:    http.StatusServiceUnavailable,
 	drydock.ENOTIMPLEMENTED: http.StatusNotImplemented,
@@ -283,6 +312,10 @@ func (s *Server) schedule(w http.ResponseWriter, r *http.Request) {
 		drydock.JobSpec
 		Prompt string `json:"prompt"`
 	}
+	key := r.Header.Get("Idempotency-Key")
+	s.mu.Lock()
+	s.createKeys = append(s.createKeys, key)
+	s.mu.Unlock()
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil {
@@ -303,11 +336,55 @@ func (s *Server) schedule(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
+	key = unquoteKey(key)
+	if key != "" {
+		if err := drydock.CheckIdempotencyKey(key); err != nil {
+			writeError(w, err)
+			return
+		}
+	}
+	fp, _ := json.Marshal(spec)
 	s.mu.Lock()
-	j := s.view(s.addLocked(spec, time.Now()))
+	var j *drydock.Job
+	rec, held := s.keys[key]
+	switch {
+	case key == "" || !held:
+		j = s.view(s.addLocked(spec, time.Now()))
+		if key != "" {
+			s.keys[key] = idemRecord{spec: string(fp), id: j.ID}
+		}
+	case rec.spec != string(fp):
+		s.mu.Unlock()
+		writeError(w, drydock.KeyReused(key, time.Now().Add(drydock.DefaultIdempotencyTTL)))
+		return
+	default:
+		j = s.view(s.jobs[rec.id])
+		w.Header().Set("Idempotent-Replayed", "true")
+	}
+	lose := s.lostAnswers > 0
+	if lose {
+		s.lostAnswers--
+	}
 	s.mu.Unlock()
+	if lose {
+		// The job exists; its answer never leaves.
+		if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
+			conn.Close()
+			return
+		}
+		panic(http.ErrAbortHandler)
+	}
 	w.Header().Set("Location", j.StatusURL)
 	writeJSON(w, http.StatusCreated, j)
+}
+
+// unquoteKey reads the Structured Field String form of the header
+// ("...", \" and \\ escaped) and leaves a bare value as it is.
+func unquoteKey(v string) string {
+	if len(v) < 2 || v[0] != '"' || v[len(v)-1] != '"' {
+		return v
+	}
+	return strings.NewReplacer(`\"`, `"`, `\\`, `\`).Replace(v[1 : len(v)-1])
 }
 
 func (s *Server) lookup(w http.ResponseWriter, r *http.Request) (*drydock.Job, bool) {

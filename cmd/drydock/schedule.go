@@ -1,12 +1,15 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/drydockhq/drydock"
+	"github.com/drydockhq/drydock/client"
 )
 
 // ScheduleCmd submits a task and optionally follows or waits for it.
@@ -23,6 +26,7 @@ type ScheduleCmd struct {
 	Follow   bool              `short:"f" xor:"mode" help:"Show progress live until the job ends; exit 1 if it fails or is cancelled. Ctrl-C stops following, not the job."`
 	Wait     bool              `xor:"mode" help:"Wait silently until the job ends and print its final status; exit 1 if it fails or is cancelled."`
 	JSON     bool              `name:"json" help:"Print JSON (with --follow: one line per event, between the job as scheduled and as finished)."`
+	Key      string            `name:"idempotency-key" placeholder:"KEY" help:"Send KEY as the request's Idempotency-Key (1 to 255 printable ASCII characters; default: a random one). Running the command again with the same KEY within the server's key lifetime (24 h by default) returns the job the first run created instead of creating a second; for scripts that retry."`
 }
 
 func (c *ScheduleCmd) spec(g *Globals) (drydock.JobSpec, error) {
@@ -64,13 +68,26 @@ func (c *ScheduleCmd) Run(g *Globals) error {
 	if err != nil {
 		return err
 	}
+	// The key is chosen here, not by the SDK, so that every message about
+	// an unknown outcome can name it.
+	key := c.Key
+	if key == "" {
+		key = client.NewIdempotencyKey()
+	} else if err := drydock.CheckIdempotencyKey(key); err != nil {
+		return fmt.Errorf("--idempotency-key: %s", drydock.ErrorMessage(err))
+	}
 	ctx, interrupted, stop := g.signalContext()
 	defer stop()
 	cl := g.Client()
-	j, err := cl.Schedule(ctx, spec)
+	j, err := cl.Schedule(ctx, spec, client.WithIdempotencyKey(key))
 	if err != nil {
-		if interrupted() {
-			return fmt.Errorf("interrupted while scheduling; the job may exist anyway: check with `drydock jobs`")
+		var se *client.ScheduleError
+		switch {
+		case interrupted():
+			return fmt.Errorf("interrupted while scheduling; the server may have created the job: run the command again with --idempotency-key %s to get it (this cannot create a second job)", shellWord(key))
+		case errors.As(err, &se):
+			return fmt.Errorf("%v; no answer after %d attempts, so the job may or may not exist: running the command again with --idempotency-key %s is safe (it returns the job if it was created, and creates it otherwise)",
+				g.explain(se.Err, ""), se.Attempts, shellWord(key))
 		}
 		return g.explain(err, "")
 	}
@@ -131,6 +148,14 @@ func (c *ScheduleCmd) Run(g *Globals) error {
 	fmt.Fprintln(out, j.ID)
 	fmt.Fprintf(errw, "Status: %s\nFollow: drydock logs %s -f\n", j.StatusURL, j.ID)
 	return nil
+}
+
+// shellWord quotes s for a POSIX shell when it needs quoting.
+func shellWord(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.:/@+=,") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // failed is the command's error for a job that ended badly, so scripts see a

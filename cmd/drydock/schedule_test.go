@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -286,5 +287,78 @@ func TestCtrlCStopsWaitingButNotTheJob(t *testing.T) {
 	mustContain(t, "stderr", r.err.String(), "Stopped waiting; job "+id+" keeps running", "drydock status "+id)
 	if st := srv.Job(id).Status; st != drydock.StatusPending {
 		t.Errorf("job is %s after Ctrl-C; waiting must not cancel it", st)
+	}
+}
+
+func TestScheduleIdempotencyKeyReturnsTheFirstJob(t *testing.T) {
+	t.Parallel()
+	srv, newRun := setupFake(t)
+	var ids []string
+	for range 2 {
+		r := newRun()
+		if err := r.exec("schedule", "build it", "--idempotency-key", "deploy 42's"); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, strings.TrimSpace(r.out.String()))
+	}
+	if ids[0] == "" || ids[0] != ids[1] || len(srv.Jobs()) != 1 {
+		t.Fatalf("two runs with one key printed %q with %d jobs on the server; want one job twice", ids, len(srv.Jobs()))
+	}
+	if keys := srv.CreateKeys(); len(keys) != 2 || keys[0] != `"deploy 42's"` || keys[1] != keys[0] {
+		t.Errorf("Idempotency-Key headers %q; want the key as a Structured Field String, twice", keys)
+	}
+	r := newRun()
+	err := r.exec("schedule", "build something else", "--idempotency-key", "deploy 42's")
+	mustContain(t, "error", fmt.Sprint(err), "already used for another request", "deploy 42's")
+	if err := newRun().exec("schedule", "x", "--idempotency-key", strings.Repeat("k", 256)); err == nil || !strings.Contains(err.Error(), "--idempotency-key") {
+		t.Errorf("a 256-character key: %v; want an error naming the flag", err)
+	}
+}
+
+// The first answer is lost after the server created the job: the CLI
+// retries with the same key and prints that job's id.
+func TestScheduleRetriesALostAnswer(t *testing.T) {
+	t.Parallel()
+	srv, newRun := setupFake(t)
+	srv.LoseAnswers(1)
+	r := newRun()
+	if err := r.exec("schedule", "build it"); err != nil {
+		t.Fatal(err)
+	}
+	js := srv.Jobs()
+	if len(js) != 1 || strings.TrimSpace(r.out.String()) != js[0].ID {
+		t.Fatalf("printed %q; server has %d jobs; want its one job", r.out.String(), len(js))
+	}
+	if keys := srv.CreateKeys(); len(keys) != 2 || keys[0] == "" || keys[0] != keys[1] {
+		t.Errorf("Idempotency-Key headers %q; want one random key on both requests", keys)
+	}
+}
+
+// Interrupted while the outcome is unknown: the message names the key and
+// the re-run that is safe, and that re-run returns the job.
+func TestScheduleInterruptedNamesTheKey(t *testing.T) {
+	t.Parallel()
+	srv, newRun := setupFake(t)
+	srv.LoseAnswers(1000)
+	r := newRun()
+	ctx, cancel := context.WithCancel(t.Context())
+	r.interrupt = ctx
+	time.AfterFunc(200*time.Millisecond, cancel)
+	err := r.exec("schedule", "build it")
+	if err == nil {
+		t.Fatal("succeeded; want an error")
+	}
+	mustContain(t, "error", err.Error(), "interrupted while scheduling", "--idempotency-key ")
+	key := strings.Fields(err.Error()[strings.Index(err.Error(), "--idempotency-key ")+len("--idempotency-key "):])[0]
+	if strings.Contains(err.Error(), "may exist anyway") || len(srv.Jobs()) != 1 {
+		t.Fatalf("error %q with %d jobs on the server", err, len(srv.Jobs()))
+	}
+	srv.LoseAnswers(0)
+	again := newRun()
+	if err := again.exec("schedule", "build it", "--idempotency-key", key); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.TrimSpace(again.out.String()); got != srv.Jobs()[0].ID || len(srv.Jobs()) != 1 {
+		t.Errorf("the re-run with key %s printed %q; want the one job %s", key, got, srv.Jobs()[0].ID)
 	}
 }
