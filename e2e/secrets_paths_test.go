@@ -378,55 +378,14 @@ func TestSecretsRecovery(t *testing.T) {
 	}
 	defer rt.Close()
 
-	t.Run("same key", func(t *testing.T) {
-		t.Parallel()
-		s := currentImageServer(t, host)
-		node := s.node
-		s.start()
-		value := newSecretValue("recovered")
-		// Three steps, 3s apart: the kill lands between the first and the
-		// second, which the recovered server's agent then emits.
-		id := scheduleSecretJob(t, s, value, "[fake:steps=3] [fake:delay=3s] [fake:hang]")
-		waitObservations(t, s, id, 1, 2*time.Minute)
-		if len(sealedSecrets(t, s.dataDir, id)) == 0 {
-			t.Fatal("the store holds no sealed secrets for the running job; the check after its end proves nothing")
-		}
-		s.kill()
-		// Take the variables away while no server runs, as a toolboxd
-		// that lost them would be: only the recovered runner's giving
-		// them again can bring them back.
-		sb := jobSandbox(t, rt, node, id)
-		tb := toolbox.New(sb.Endpoint, sb.Token)
-		defer tb.Close()
-		if _, err := tb.SetEnv(t.Context(), map[string]string{}); err != nil {
-			t.Fatalf("clear the sandbox's job variables: %v", err)
-		}
-		probeEnv(t, tb, false, true).check(t, "the sandbox with its variables cleared", unset, value)
-		s.start()
-		waitObservations(t, s, id, 3, 2*time.Minute)
-		resumed := false
-		for _, ev := range s.events(id) {
-			resumed = resumed || bytes.Contains(ev.Data, []byte("(attempt 2)"))
-		}
-		if !resumed {
-			t.Fatal("the job's events do not show it resumed (attempt 2)")
-		}
-		if !strings.Contains(s.logs.String(), "secrets set in the sandbox") {
-			t.Error("the restarted server's log does not show the secrets given to the reattached sandbox")
-		}
-		probeEnv(t, tb, false, true).check(t, "the recovered job's sandbox", value, "")
-
-		if j := endJob(t, s, id); j.Status != drydock.StatusCancelled {
-			t.Errorf("job ended %s: %s", j.Status, j.Error)
-		}
-		if sealed := sealedSecrets(t, s.dataDir, id); sealed != nil {
-			t.Errorf("the store still holds %d sealed bytes of the ended job's secrets", len(sealed))
-		}
-		eventsMasked(t, s, id, value)
-		if strings.Contains(s.logs.String(), value) {
-			t.Error("the server's log holds the value")
-		}
-	})
+	// cold: the job's own sandbox; warm: one it claimed from the pool,
+	// whose claim the restarted server must find again.
+	for start, extra := range map[string][]string{"cold": nil, "warm": {"--pool-headless", "1"}} {
+		t.Run("same key "+start, func(t *testing.T) {
+			t.Parallel()
+			recoverWithSecret(t, rt, host, start, extra)
+		})
+	}
 
 	t.Run("changed key", func(t *testing.T) {
 		t.Parallel()
@@ -489,4 +448,62 @@ func TestSecretsRecovery(t *testing.T) {
 			}
 		}
 	})
+}
+
+// recoverWithSecret runs a job with a secret on a server that is killed
+// while it runs and started again (see TestSecretsRecovery); start names
+// how the job got its sandbox, which extra (server flags) decides.
+func recoverWithSecret(t *testing.T, rt *docker.Runtime, host, start string, extra []string) {
+	s := currentImageServer(t, host, extra...)
+	node := s.node
+	s.start()
+	if start == "warm" {
+		waitIdle(t, s, 1)
+	}
+	value := newSecretValue("recovered")
+	// Three steps, 3s apart: the kill lands between the first and the
+	// second, which the recovered server's agent then emits.
+	id := scheduleSecretJob(t, s, value, "[fake:steps=3] [fake:delay=3s] [fake:hang]")
+	waitObservations(t, s, id, 1, 2*time.Minute)
+	if n := metric(t, s, "drydock_sandbox_starts_total", `start="`+start+`"`); n != 1 {
+		t.Fatalf("%s starts = %v; want 1", start, n)
+	}
+	if len(sealedSecrets(t, s.dataDir, id)) == 0 {
+		t.Fatal("the store holds no sealed secrets for the running job; the check after its end proves nothing")
+	}
+	s.kill()
+	// Take the variables away while no server runs, as a toolboxd
+	// that lost them would be: only the recovered runner's giving
+	// them again can bring them back.
+	sb := jobSandbox(t, rt, node, id)
+	tb := toolbox.New(sb.Endpoint, sb.Token)
+	defer tb.Close()
+	if _, err := tb.SetEnv(t.Context(), map[string]string{}); err != nil {
+		t.Fatalf("clear the sandbox's job variables: %v", err)
+	}
+	probeEnv(t, tb, false, true).check(t, "the sandbox with its variables cleared", unset, value)
+	s.start()
+	waitObservations(t, s, id, 3, 2*time.Minute)
+	resumed := false
+	for _, ev := range s.events(id) {
+		resumed = resumed || bytes.Contains(ev.Data, []byte("(attempt 2)"))
+	}
+	if !resumed {
+		t.Fatal("the job's events do not show it resumed (attempt 2)")
+	}
+	if !strings.Contains(s.logs.String(), "secrets set in the sandbox") {
+		t.Error("the restarted server's log does not show the secrets given to the reattached sandbox")
+	}
+	probeEnv(t, tb, false, true).check(t, "the recovered job's sandbox", value, "")
+
+	if j := endJob(t, s, id); j.Status != drydock.StatusCancelled {
+		t.Errorf("job ended %s: %s", j.Status, j.Error)
+	}
+	if sealed := sealedSecrets(t, s.dataDir, id); sealed != nil {
+		t.Errorf("the store still holds %d sealed bytes of the ended job's secrets", len(sealed))
+	}
+	eventsMasked(t, s, id, value)
+	if strings.Contains(s.logs.String(), value) {
+		t.Error("the server's log holds the value")
+	}
 }
