@@ -48,8 +48,8 @@ async function failure(resp) {
 
 // call sends a request and returns the decoded JSON answer (or the Response
 // itself with raw: true).
-export async function call(path, { method = 'GET', body, signal, raw = false } = {}) {
-  const init = { method, headers: headers(), signal };
+export async function call(path, { method = 'GET', body, signal, raw = false, extraHeaders = {} } = {}) {
+  const init = { method, headers: { ...headers(), ...extraHeaders }, signal };
   if (body !== undefined) {
     init.headers['Content-Type'] = 'application/json';
     init.body = JSON.stringify(body);
@@ -155,4 +155,12 @@ export async function followEvents(id, { after = 0, onEvent, onEnd, onState, sig
     await sleep(wait, signal);
     wait = Math.min(wait * 2, 15000);
   }
+}
+
+// newIdempotencyKey names one creation for the server, so that a retry
+// after a lost answer returns the same job instead of a second one.
+// crypto.getRandomValues, unlike randomUUID, works on plain http too.
+export function newIdempotencyKey() {
+  const b = crypto.getRandomValues(new Uint8Array(16));
+  return Array.from(b, (x) => x.toString(16).padStart(2, '0')).join('');
 }

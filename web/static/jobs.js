@@ -1,5 +1,5 @@
 // The jobs page: a new-task form and the list of jobs, refreshed live.
-import { call, APIError } from './api.js';
+import { call, APIError, newIdempotencyKey } from './api.js';
 import { h, age, cost, statusPill, firstLine } from './util.js';
 
 const STATUSES = ['pending', 'running', 'complete', 'error', 'cancelled'];
@@ -50,6 +50,9 @@ export function jobsPage(root, navigate) {
       table, listState, more));
   if (location.hash === '#new-task') task.focus();
 
+  let lastSent = '';
+  let lastKey = '';
+
   async function onSubmit(e) {
     e.preventDefault();
     submit.disabled = true;
@@ -57,7 +60,12 @@ export function jobsPage(root, navigate) {
     try {
       const body = { task: task.value, profile: profile.value };
       if (model.value.trim()) body.model = model.value.trim();
-      const job = await call('/v1/jobs', { method: 'POST', body });
+      // The same form submitted again after a failure keeps its key: if
+      // the first request did create the job, the retry gets that job.
+      const sent = JSON.stringify(body);
+      if (sent !== lastSent) { lastSent = sent; lastKey = newIdempotencyKey(); }
+      const job = await call('/v1/jobs', { method: 'POST', body, extraHeaders: { 'Idempotency-Key': lastKey } });
+      lastSent = '';
       navigate(`/jobs/${encodeURIComponent(job.job_id)}`);
     } catch (err) {
       message.textContent = err instanceof APIError ? `Not scheduled: ${err.message}` : `Not scheduled: ${err}`;
