@@ -17,17 +17,33 @@ fi
 
 cleanup() {
 	set +e
+	scripts/testenv/kube-down.sh >/dev/null 2>&1
 	scripts/testenv/postgres-down.sh >/dev/null 2>&1
 	scripts/testenv/podman-down.sh >/dev/null 2>&1
 	scripts/testenv/docker-down.sh >/dev/null 2>&1
 }
 trap cleanup EXIT
 
+# up runs a testenv script and takes the DRYDOCK_TEST_ lines it prints;
+# a script that fails stops the run (eval "$(...)" alone would hide it and
+# let the tests that need the daemon skip).
+up() {
+	local out
+	out=$("scripts/testenv/$1-up.sh") || { echo "$out" >&2; echo "scripts/testenv/$1-up.sh failed" >&2; exit 1; }
+	eval "$(echo "$out" | grep '^DRYDOCK_TEST_')"
+}
+
 log "starting private dockerd, Podman API service and PostgreSQL"
-eval "$(scripts/testenv/docker-up.sh | grep '^DRYDOCK_TEST_')"
-eval "$(scripts/testenv/podman-up.sh | grep '^DRYDOCK_TEST_')"
-eval "$(scripts/testenv/postgres-up.sh | grep '^DRYDOCK_TEST_')"
+up docker
+up podman
+up postgres
+: "${DRYDOCK_TEST_DOCKER_HOST:?} ${DRYDOCK_TEST_PODMAN_HOST:?} ${DRYDOCK_TEST_POSTGRES_DSN:?}"
 export DRYDOCK_TEST_DOCKER_HOST DRYDOCK_TEST_PODMAN_HOST DRYDOCK_TEST_POSTGRES_DSN
+
+log "starting a Kubernetes control plane (built from source once per version: about 15 minutes the first time)"
+up kube
+: "${DRYDOCK_TEST_KUBECONFIG:?} ${DRYDOCK_TEST_KUBECONFIG_RUNTIME:?}"
+export DRYDOCK_TEST_KUBECONFIG DRYDOCK_TEST_KUBECONFIG_RUNTIME
 
 log "lint"
 test -z "$(gofmt -l .)" || { gofmt -l .; echo "gofmt needed" >&2; exit 1; }
