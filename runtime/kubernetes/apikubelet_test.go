@@ -63,6 +63,9 @@ type apiKubelet struct {
 	// stopDelay is how long a pod takes to stop after its deletion, as
 	// toolboxd's shutdown does; atomic since tests change it mid-run.
 	stopDelay atomic.Int64
+	// bindOnly makes it a scheduler for a node whose real kubelet runs
+	// the pods.
+	bindOnly bool
 	// holdScheduling leaves new pods unbound, as a busy scheduler does,
 	// until resync.
 	holdScheduling atomic.Bool
@@ -111,20 +114,7 @@ func newAPIKubelet(t *testing.T, cs k8sclient.Interface, ns string, nodeLabels m
 	k.labels["kubernetes.io/hostname"] = k.node
 	k.labels["kubernetes.io/os"] = "linux"
 	k.registerNode(t)
-
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	synced := make(chan struct{})
-	go k.loop(ctx, t, synced, done)
-	select {
-	case <-synced:
-	case <-time.After(10 * time.Second):
-		cancel()
-		t.Fatal("test kubelet: no first list of pods in 10 s")
-	}
 	t.Cleanup(func() {
-		cancel()
-		<-done
 		k.mu.Lock()
 		uids := make([]types.UID, 0, len(k.pods))
 		for uid := range k.pods {
@@ -141,7 +131,42 @@ func newAPIKubelet(t *testing.T, cs k8sclient.Interface, ns string, nodeLabels m
 			t.Errorf("test kubelet: delete node %s: %v", k.node, err)
 		}
 	})
+	k.serve(t)
 	return k
+}
+
+// newAPIScheduler only binds the pods of ns to an existing node, whose
+// real kubelet runs them. There is no kube-scheduler: it would also bind
+// the pods of the tests whose kubelet is an apiKubelet to that node.
+func newAPIScheduler(t *testing.T, cs k8sclient.Interface, ns, node string) {
+	t.Helper()
+	n, err := cs.CoreV1().Nodes().Get(t.Context(), node, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("node %s: %v", node, err)
+	}
+	k := &apiKubelet{cs: cs, ns: ns, node: node, labels: n.Labels, bindOnly: true}
+	k.serve(t)
+}
+
+// serve follows the namespace's pods until the test ends.
+func (k *apiKubelet) serve(t *testing.T) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	synced := make(chan struct{})
+	go k.loop(ctx, t, synced, done)
+	select {
+	case <-synced:
+	case <-time.After(10 * time.Second):
+		cancel()
+		t.Fatal("test kubelet: no first list of pods in 10 s")
+	}
+	// Cleanups run last first: callers register theirs (stopping pods,
+	// removing the node) before serve, so the loop has stopped by then.
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
 }
 
 // loop lists the namespace's pods, then watches them from that list's
@@ -246,10 +271,12 @@ func (k *apiKubelet) sync(ctx context.Context, t *testing.T, pod *corev1.Pod) {
 	var err error
 	switch {
 	case pod.DeletionTimestamp != nil:
-		err = k.terminate(ctx, pod)
+		if !k.bindOnly {
+			err = k.terminate(ctx, pod)
+		}
 	case pod.Spec.NodeName == "":
 		err = k.schedule(ctx, pod)
-	case pod.Spec.NodeName != k.node:
+	case pod.Spec.NodeName != k.node || k.bindOnly:
 	case pod.Status.Phase == corev1.PodPending || pod.Status.Phase == "":
 		err = k.run(ctx, pod)
 	}

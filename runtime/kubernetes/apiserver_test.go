@@ -125,15 +125,26 @@ func (e *apiEnv) waitDefaultServiceAccount(t *testing.T, ns string) {
 // runtimeFor is a Runtime on the namespace of k, through cfg's identity.
 func runtimeFor(t *testing.T, cfg *rest.Config, k *apiKubelet, mod func(*Options)) *Runtime {
 	t.Helper()
+	return runtimeOn(t, cfg, k.ns, func(o *Options) {
+		o.ToolboxPort = k.port
+		if mod != nil {
+			mod(o)
+		}
+	})
+}
+
+// runtimeOn is a Runtime on ns through cfg's identity, with the tests'
+// options, changed by mod.
+func runtimeOn(t *testing.T, cfg *rest.Config, ns string, mod func(*Options)) *Runtime {
+	t.Helper()
 	client, err := NewClient(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	opts := Options{
-		Client:      client,
-		Namespace:   k.ns,
-		ServerID:    "test-node:8080", // not a valid label value: stored hashed
-		ToolboxPort: k.port,
+		Client:    client,
+		Namespace: ns,
+		ServerID:  "test-node:8080", // not a valid label value: stored hashed
 		Orchestrator: Peer{
 			Namespace: "drydock",
 			Labels:    DefaultOrchestratorLabels,
@@ -142,9 +153,7 @@ func runtimeFor(t *testing.T, cfg *rest.Config, k *apiKubelet, mod func(*Options
 		DeleteTimeout: 30 * time.Second,
 		Logger:        slog.New(slog.DiscardHandler),
 	}
-	if mod != nil {
-		mod(&opts)
-	}
+	mod(&opts)
 	rt, err := New(opts)
 	if err != nil {
 		t.Fatal(err)

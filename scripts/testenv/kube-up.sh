@@ -25,6 +25,13 @@
 #       manifests grant, once they are applied (the tests apply them)
 #
 # DRYDOCK_KUBE_VERSION picks another version (v1.37.2 by default).
+#
+# DRYDOCK_KUBE_NODE=1 adds a real node (see the node section below):
+# containerd (Debian's), a CNI bridge and a kubelet built like the rest,
+# with the sandbox images copied from the shared test dockerd
+# (DRYDOCK_TEST_DOCKER_HOST; DRYDOCK_KUBE_NODE_IMAGES lists them, default
+# drydock-sandbox:headless), and prints DRYDOCK_TEST_KUBE_NODE. No
+# kube-scheduler: the tests bind their pods to the node they mean.
 set -eu
 
 VERSION=${DRYDOCK_KUBE_VERSION:-v1.37.2}
@@ -36,6 +43,12 @@ PKI="$RUN/pki"
 ADMIN="$RUN/admin.kubeconfig"
 RUNTIME="$RUN/runtime.kubeconfig"
 SERVICE_CIDR=10.96.0.0/16
+NODE=${DRYDOCK_KUBE_NODE:-}
+NODE_NAME=drydock-kube-node
+CMDS="kube-apiserver kube-controller-manager"
+if [ -n "$NODE" ]; then
+	CMDS="$CMDS kubelet"
+fi
 
 say() { echo "kube-up: $*"; }
 fail() {
@@ -54,6 +67,9 @@ mkdir -p "$RUN"
 print_env() {
 	echo "DRYDOCK_TEST_KUBECONFIG=$ADMIN"
 	echo "DRYDOCK_TEST_KUBECONFIG_RUNTIME=$RUNTIME"
+	if [ -n "$NODE" ]; then
+		echo "DRYDOCK_TEST_KUBE_NODE=$NODE_NAME"
+	fi
 }
 
 # ready asks the API server's readyz as cluster-admin.
@@ -65,20 +81,22 @@ ready() {
 
 alive() { [ -f "$RUN/$1.pid" ] && kill -0 "$(cat "$RUN/$1.pid")" 2>/dev/null; }
 
-if alive etcd && alive kube-apiserver && alive kube-controller-manager && ready; then
+node_alive() { [ -z "$NODE" ] || { alive containerd && alive kubelet; }; }
+if alive etcd && alive kube-apiserver && alive kube-controller-manager && node_alive && ready; then
 	say "control plane already running (kube-apiserver pid $(cat "$RUN/kube-apiserver.pid"), port $(cat "$RUN/apiserver.port"))"
 	print_env
 	exit 0
 fi
-if alive etcd || alive kube-apiserver || alive kube-controller-manager; then
+if alive etcd || alive kube-apiserver || alive kube-controller-manager || alive kubelet || alive containerd; then
 	fail "a part of the control plane runs but it does not answer; run scripts/testenv/kube-down.sh first"
 fi
 
 # --- build ------------------------------------------------------------------
 
+# build CMD...: builds the commands into $BIN.
 build() {
 	command -v go >/dev/null 2>&1 || fail "go missing: it builds kube-apiserver from the module proxy"
-	say "building kube-apiserver and kube-controller-manager $VERSION into $BIN (once per version; ~20 min on 2 cores)"
+	say "building $* $VERSION into $BIN (once per version; ~15 min on 2 cores)"
 	minor=$(echo "$VERSION" | sed -n 's/^v1\.\([0-9]*\)\.[0-9]*$/\1/p')
 	[ -n "$minor" ] || fail "DRYDOCK_KUBE_VERSION=$VERSION: want v1.MINOR.PATCH"
 	dir=$(cd / && GOWORK=off GOFLAGS=-mod=mod go mod download -json "k8s.io/kubernetes@$VERSION" |
@@ -101,14 +119,17 @@ build() {
 	# checks); hack/lib/version.sh sets the same from git.
 	pkg=k8s.io/component-base/version
 	ld="-s -w -X $pkg.gitVersion=$VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
-	mkdir -p "$BIN.tmp"
-	if ! (cd "$src" && GOWORK=off GOFLAGS=-mod=mod nice go build -trimpath -ldflags "$ld" -o "$BIN.tmp/" \
-		./cmd/kube-apiserver ./cmd/kube-controller-manager) >"$CACHE/build.log" 2>&1; then
+	pkgs=
+	for c in "$@"; do
+		pkgs="$pkgs ./cmd/$c"
+	done
+	mkdir -p "$BIN"
+	# shellcheck disable=SC2086 # one word per package
+	if ! (cd "$src" && GOWORK=off GOFLAGS=-mod=mod nice go build -trimpath -ldflags "$ld" -o "$BIN/" $pkgs) >"$CACHE/build.log" 2>&1; then
 		tail -n 30 "$CACHE/build.log" >&2
 		fail "build failed (log: $CACHE/build.log)"
 	fi
-	rm -rf "$BIN" "$src"
-	mv "$BIN.tmp" "$BIN"
+	rm -rf "$src"
 	say "built $(du -sh "$BIN" | cut -f1) of binaries"
 }
 
@@ -116,8 +137,13 @@ mkdir -p "$(dirname "$CACHE")"
 (
 	# Two test runs starting at once build once.
 	flock 9
-	if [ ! -x "$BIN/kube-apiserver" ] || [ ! -x "$BIN/kube-controller-manager" ]; then
-		build
+	missing=
+	for c in $CMDS; do
+		[ -x "$BIN/$c" ] || missing="$missing $c"
+	done
+	if [ -n "$missing" ]; then
+		# shellcheck disable=SC2086 # one word per command
+		build $missing
 	fi
 ) 9>"$CACHE.lock"
 
@@ -168,6 +194,8 @@ fi
 	# it exactly as it binds the account (a cert carries no
 	# system:serviceaccounts group, and the manifests bind none).
 	cert runtime "/CN=system:serviceaccount:drydock:drydock"
+	# The node's kubelet, as cluster-admin: there is no Node authorizer.
+	cert kubelet "/O=system:masters/CN=system:node:$NODE_NAME"
 	[ -s "$PKI/sa.key" ] || openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out "$PKI/sa.key" 2>/dev/null
 	[ -s "$PKI/sa.pub" ] || openssl pkey -in "$PKI/sa.key" -pubout -out "$PKI/sa.pub" 2>/dev/null
 )
@@ -281,6 +309,7 @@ EOF
 kubeconfig "$ADMIN" drydock-test-admin admin
 kubeconfig "$RUNTIME" drydock-runtime runtime
 kubeconfig "$RUN/controller-manager.kubeconfig" kube-controller-manager controller-manager
+kubeconfig "$RUN/kubelet.kubeconfig" kubelet kubelet
 
 # --- kube-controller-manager ------------------------------------------------
 
@@ -302,6 +331,186 @@ kcm_ready() {
 	curl -sfk --max-time 2 "https://127.0.0.1:$kcm_port/healthz" >/dev/null 2>&1
 }
 wait_for kube-controller-manager 120 kcm_ready
+
+# --- node (DRYDOCK_KUBE_NODE=1) ---------------------------------------------
+
+# A real node: Debian's containerd (its own, not the test dockerd's) with
+# a CNI bridge that has no uplink (pods reach this host and each other,
+# nothing beyond), and a kubelet. Pod addresses are in 10.244.250.0/24 on
+# the bridge drydock-kube0; the tests reach toolboxd there.
+NODE_DATA=/var/lib/drydock-test/kube-node
+CTR_SOCK="$RUN/containerd/containerd.sock"
+ctr_k8s() { ctr -a "$CTR_SOCK" -n k8s.io "$@"; }
+
+# import_image NAME: copies an image from the test dockerd into containerd,
+# unless the same image (by id) was copied before.
+import_image() {
+	id=$(DOCKER_HOST=$DRYDOCK_TEST_DOCKER_HOST docker image inspect -f '{{.Id}}' "$1" 2>/dev/null) ||
+		fail "image $1 is not in the test dockerd ($DRYDOCK_TEST_DOCKER_HOST)"
+	mark="$NODE_DATA/images/$(echo "$1" | tr '/:' '__')"
+	if [ "$(cat "$mark" 2>/dev/null)" = "$id" ]; then
+		return
+	fi
+	say "copying $1 into the node's containerd"
+	DOCKER_HOST=$DRYDOCK_TEST_DOCKER_HOST docker save "$1" | ctr_k8s images import - >/dev/null
+	echo "$id" >"$mark"
+}
+
+# pause_image builds the image that holds a pod's namespaces (the kubelet's
+# sandbox image) from a few lines of Go: registry.k8s.io is out of reach.
+pause_image() {
+	DOCKER_HOST=$DRYDOCK_TEST_DOCKER_HOST docker image inspect drydock-test/pause:1 >/dev/null 2>&1 && return
+	dir=$(mktemp -d)
+	cat >"$dir/main.go" <<'GO'
+// pause holds a pod's namespaces: it sleeps until SIGINT or SIGTERM and
+// reaps orphans as PID 1.
+package main
+
+import (
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM, syscall.SIGCHLD)
+	for s := range sig {
+		if s != syscall.SIGCHLD {
+			os.Exit(0)
+		}
+		for {
+			var ws syscall.WaitStatus
+			if pid, _ := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil); pid <= 0 {
+				break
+			}
+		}
+	}
+}
+GO
+	printf 'module pause\n\ngo 1.22\n' >"$dir/go.mod"
+	printf 'FROM scratch\nCOPY pause /pause\nENTRYPOINT ["/pause"]\n' >"$dir/Dockerfile"
+	(cd "$dir" && CGO_ENABLED=0 GOWORK=off go build -trimpath -ldflags "-s -w" -o pause . &&
+		DOCKER_HOST=$DRYDOCK_TEST_DOCKER_HOST docker build -q -t drydock-test/pause:1 . >/dev/null) ||
+		fail "building the pause image failed"
+	rm -rf "$dir"
+}
+
+start_node() {
+	[ -n "${DRYDOCK_TEST_DOCKER_HOST:-}" ] ||
+		fail "DRYDOCK_KUBE_NODE=1 copies images from the shared test dockerd: set DRYDOCK_TEST_DOCKER_HOST (scripts/testenv/docker-up.sh)"
+	if ! command -v containerd >/dev/null 2>&1 || [ ! -x /usr/lib/cni/bridge ]; then
+		say "installing containerd containernetworking-plugins"
+		if ! { apt-get -o DPkg::Lock::Timeout=900 update -q && DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=900 install -y -q --no-install-recommends containerd runc containernetworking-plugins; } >"$RUN/apt.log" 2>&1; then
+			cat "$RUN/apt.log" >&2
+			exit 1
+		fi
+	fi
+	mkdir -p "$RUN/containerd" "$RUN/cni" "$NODE_DATA/containerd" "$NODE_DATA/images" "$NODE_DATA/kubelet"
+	# This machine's sessions lack CAP_SYS_RESOURCE: no process may lower
+	# its oom_score_adj below 0, and the kubelet asks -998 for pod
+	# sandboxes and -997 for Guaranteed pods, which runc then fails on
+	# ("can't get final child's PID from pipe"). Raise them to 0.
+	cat >"$RUN/runc" <<'SH'
+#!/bin/sh
+prev=
+for a in "$@"; do
+	if [ "$prev" = "--bundle" ] && [ -f "$a/config.json" ]; then
+		sed -i -E 's/"oomScoreAdj": ?-[0-9]+/"oomScoreAdj":0/' "$a/config.json"
+	fi
+	prev=$a
+done
+exec runc "$@"
+SH
+	sed -i "s|^exec runc|exec $(command -v runc)|" "$RUN/runc"
+	chmod +x "$RUN/runc"
+	cat >"$RUN/containerd.toml" <<TOML
+version = 2
+root = "$NODE_DATA/containerd"
+state = "$RUN/containerd"
+[grpc]
+  address = "$CTR_SOCK"
+[ttrpc]
+  address = "$CTR_SOCK.ttrpc"
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = "docker.io/drydock-test/pause:1"
+  stream_server_address = "127.0.0.1"
+  stream_server_port = "0"
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "/usr/lib/cni"
+    conf_dir = "$RUN/cni"
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    snapshotter = "overlayfs"
+    default_runtime_name = "runc"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+        SystemdCgroup = false
+        BinaryName = "$RUN/runc"
+TOML
+	cat >"$RUN/cni/10-drydock.conflist" <<'JSON'
+{"cniVersion": "1.0.0", "name": "drydock-test", "plugins": [
+  {"type": "bridge", "bridge": "drydock-kube0", "isGateway": true, "ipMasq": false,
+   "ipam": {"type": "host-local", "ranges": [[{"subnet": "10.244.250.0/24"}]]}},
+  {"type": "portmap", "capabilities": {"portMappings": true}}
+]}
+JSON
+	start containerd containerd --config "$RUN/containerd.toml"
+	ctr_ready() { ctr -a "$CTR_SOCK" version >/dev/null 2>&1; }
+	wait_for containerd 60 ctr_ready
+	pause_image
+	import_image drydock-test/pause:1
+	for img in ${DRYDOCK_KUBE_NODE_IMAGES:-drydock-sandbox:headless}; do
+		import_image "$img"
+	done
+
+	# cgroup v1 (this machine's) is still allowed; no swap check; eviction
+	# only when the disk is all but full, so that a busy shared machine
+	# does not evict test pods.
+	cat >"$RUN/kubelet.yaml" <<YAML
+apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+address: 127.0.0.1
+port: $(free_port 10350)
+readOnlyPort: 0
+healthzBindAddress: 127.0.0.1
+healthzPort: 0
+authentication:
+  anonymous: {enabled: false}
+  webhook: {enabled: false}
+  x509: {clientCAFile: $PKI/ca.crt}
+authorization: {mode: AlwaysAllow}
+cgroupDriver: cgroupfs
+failSwapOn: false
+failCgroupV1: false
+containerRuntimeEndpoint: unix://$CTR_SOCK
+imageServiceEndpoint: unix://$CTR_SOCK
+evictionHard: {memory.available: "100Mi", nodefs.available: "1%", imagefs.available: "1%", nodefs.inodesFree: "1%"}
+imageGCHighThresholdPercent: 100
+imageGCLowThresholdPercent: 99
+podPidsLimit: 4096
+maxPods: 30
+resolvConf: ""
+YAML
+	start kubelet "$BIN/kubelet" --config "$RUN/kubelet.yaml" --kubeconfig "$RUN/kubelet.kubeconfig" \
+		--hostname-override "$NODE_NAME" --root-dir "$NODE_DATA/kubelet" --cert-dir "$PKI/kubelet-serving"
+	node_ready() {
+		curl -sf --max-time 2 --cacert "$PKI/ca.crt" --cert "$PKI/admin.crt" --key "$PKI/admin.key" \
+			"https://127.0.0.1:$api_port/api/v1/nodes/$NODE_NAME" 2>/dev/null |
+			tr -d ' \n' | grep -q '"type":"Ready","status":"True"'
+	}
+	wait_for kubelet 120 node_ready
+	# The node lifecycle controller lifts the not-ready taint a kubelet
+	# registers with; it does not run here (it would mark the tests'
+	# kubelets' nodes, which renew no lease, unreachable).
+	curl -sf --max-time 5 --cacert "$PKI/ca.crt" --cert "$PKI/admin.crt" --key "$PKI/admin.key" \
+		-X PATCH -H 'Content-Type: application/merge-patch+json' -d '{"spec":{"taints":null}}' \
+		"https://127.0.0.1:$api_port/api/v1/nodes/$NODE_NAME" >/dev/null
+	say "node $NODE_NAME started (kubelet pid $(cat "$RUN/kubelet.pid"), containerd socket $CTR_SOCK)"
+}
+if [ -n "$NODE" ]; then
+	start_node
+fi
 
 say "control plane $VERSION started (kube-apiserver pid $(cat "$RUN/kube-apiserver.pid") on 127.0.0.1:$api_port, etcd on :$etcd_port, logs in $RUN)"
 print_env
