@@ -46,6 +46,7 @@ type ServerCmd struct {
 	MaxConcurrent int             `default:"2" env:"DRYDOCK_MAX_CONCURRENT" help:"Jobs this server runs at once; 0 serves the API only (another replica runs the jobs)."`
 	JobTimeout    time.Duration   `default:"30m" env:"DRYDOCK_JOB_TIMEOUT" help:"Default wall-time limit of a job."`
 	LeaseTTL      time.Duration   `default:"10s" help:"How long a job's lease lasts without a heartbeat: a dead replica's jobs move to another after at most this long."`
+	ReapInterval  time.Duration   `default:"1m" env:"DRYDOCK_REAP_INTERVAL" help:"How often this server looks for sandboxes whose job has ended (and purges expired idempotency keys). Shorter frees sandboxes of jobs that ended while a replica was down sooner, at the cost of a list call to the runtime each time."`
 	IdemTTL       time.Duration   `name:"idempotency-ttl" default:"24h" env:"DRYDOCK_IDEMPOTENCY_TTL" help:"How long an Idempotency-Key of a job creation is remembered: a retry with the key within this time returns the first job."`
 	NodeID        string          `env:"DRYDOCK_NODE_ID" help:"Stable name of this server, unique among replicas (default: host name and listen port)."`
 	LogLevel      slog.Level      `default:"info" env:"DRYDOCK_LOG_LEVEL" help:"debug, info, warn or error."`
@@ -112,6 +113,9 @@ func (c *ServerCmd) Run(g *Globals) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
+	if c.ReapInterval < time.Second {
+		return fmt.Errorf("--reap-interval %s: want at least 1s, e.g. 30s or 5m", c.ReapInterval)
+	}
 	if c.NodeID == "" {
 		// Host name plus port: unique for replicas on one host, and stable
 		// across restarts so a server recovers its own jobs at once.
@@ -188,6 +192,7 @@ func (c *ServerCmd) Run(g *Globals) error {
 		NodeID:         c.NodeID,
 		MaxConcurrent:  c.MaxConcurrent,
 		LeaseTTL:       c.LeaseTTL,
+		ReapInterval:   c.ReapInterval,
 		DefaultTimeout: c.JobTimeout,
 		Images: map[drydock.Profile]string{
 			drydock.ProfileHeadless: c.ImageHeadless,
