@@ -49,4 +49,12 @@ if [ -d "$NODE_DATA/kubelet" ]; then
 		while read -r m; do umount "$m" 2>/dev/null || umount -l "$m"; done
 	rm -rf "$NODE_DATA/kubelet"
 fi
-rm -rf "$RUN"
+# What containerd leaves mounted when a pod was not stopped through the CRI
+# (network namespaces, root file systems, shm), deepest first; a network
+# namespace goes, and its end of the bridge with it, once unmounted.
+if [ -d "$RUN" ]; then
+	awk -v root="$RUN/" 'index($2, root) == 1 { print $2 }' /proc/mounts | sort -r |
+		while read -r m; do umount "$m" 2>/dev/null || umount -l "$m"; done
+fi
+ip link del drydock-kube0 2>/dev/null || true
+rm -rf /var/lib/cni/networks/drydock-test "$RUN"

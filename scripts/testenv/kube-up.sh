@@ -436,6 +436,9 @@ state = "$RUN/containerd"
   sandbox_image = "docker.io/drydock-test/pause:1"
   stream_server_address = "127.0.0.1"
   stream_server_port = "0"
+  # Pod network namespaces under the state directory, not /var/run/netns,
+  # so that kube-down.sh finds every one of them.
+  netns_mounts_under_state_dir = true
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "/usr/lib/cni"
     conf_dir = "$RUN/cni"
