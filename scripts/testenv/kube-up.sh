@@ -81,13 +81,18 @@ ready() {
 
 alive() { [ -f "$RUN/$1.pid" ] && kill -0 "$(cat "$RUN/$1.pid")" 2>/dev/null; }
 
-node_alive() { [ -z "$NODE" ] || { alive containerd && alive kubelet; }; }
-if alive etcd && alive kube-apiserver && alive kube-controller-manager && node_alive && ready; then
-	say "control plane already running (kube-apiserver pid $(cat "$RUN/kube-apiserver.pid"), port $(cat "$RUN/apiserver.port"))"
-	print_env
-	exit 0
+# PLANE_UP: the control plane answers, and only the node is to be added
+# (kube-up.sh, then DRYDOCK_KUBE_NODE=1 kube-up.sh once the images exist).
+PLANE_UP=
+if alive etcd && alive kube-apiserver && alive kube-controller-manager && ready; then
+	if [ -z "$NODE" ] || { alive containerd && alive kubelet; }; then
+		say "control plane already running (kube-apiserver pid $(cat "$RUN/kube-apiserver.pid"), port $(cat "$RUN/apiserver.port"))"
+		print_env
+		exit 0
+	fi
+	PLANE_UP=1
 fi
-if alive etcd || alive kube-apiserver || alive kube-controller-manager || alive kubelet || alive containerd; then
+if alive kubelet || alive containerd || { [ -z "$PLANE_UP" ] && { alive etcd || alive kube-apiserver || alive kube-controller-manager; }; }; then
 	fail "a part of the control plane runs but it does not answer; run scripts/testenv/kube-down.sh first"
 fi
 
@@ -237,51 +242,55 @@ start() {
 
 # --- etcd -------------------------------------------------------------------
 
-etcd_port=$(free_port 52379)
-peer_port=$(free_port $((etcd_port + 1)))
-# A fresh store every start: the tests want an empty cluster, as from
-# postgres-up.sh.
-rm -rf "$RUN/etcd"
-(umask 077 && mkdir -p "$RUN/etcd")
-start etcd etcd --name drydock-test --data-dir "$RUN/etcd" \
-	--listen-client-urls "https://127.0.0.1:$etcd_port" --advertise-client-urls "https://127.0.0.1:$etcd_port" \
-	--listen-peer-urls "https://127.0.0.1:$peer_port" --initial-advertise-peer-urls "https://127.0.0.1:$peer_port" \
-	--initial-cluster "drydock-test=https://127.0.0.1:$peer_port" --initial-cluster-state new \
-	--cert-file "$PKI/etcd.crt" --key-file "$PKI/etcd.key" --client-cert-auth --trusted-ca-file "$PKI/ca.crt" \
-	--peer-cert-file "$PKI/etcd.crt" --peer-key-file "$PKI/etcd.key" --peer-client-cert-auth --peer-trusted-ca-file "$PKI/ca.crt"
-etcd_ready() {
-	curl -sf --max-time 2 --cacert "$PKI/ca.crt" --cert "$PKI/apiserver-etcd.crt" --key "$PKI/apiserver-etcd.key" \
-		"https://127.0.0.1:$etcd_port/health" 2>/dev/null | grep -q '"health":"true"'
+start_etcd() {
+	etcd_port=$(free_port 52379)
+	peer_port=$(free_port $((etcd_port + 1)))
+	# A fresh store every start: the tests want an empty cluster, as from
+	# postgres-up.sh.
+	rm -rf "$RUN/etcd"
+	(umask 077 && mkdir -p "$RUN/etcd")
+	start etcd etcd --name drydock-test --data-dir "$RUN/etcd" \
+		--listen-client-urls "https://127.0.0.1:$etcd_port" --advertise-client-urls "https://127.0.0.1:$etcd_port" \
+		--listen-peer-urls "https://127.0.0.1:$peer_port" --initial-advertise-peer-urls "https://127.0.0.1:$peer_port" \
+		--initial-cluster "drydock-test=https://127.0.0.1:$peer_port" --initial-cluster-state new \
+		--cert-file "$PKI/etcd.crt" --key-file "$PKI/etcd.key" --client-cert-auth --trusted-ca-file "$PKI/ca.crt" \
+		--peer-cert-file "$PKI/etcd.crt" --peer-key-file "$PKI/etcd.key" --peer-client-cert-auth --peer-trusted-ca-file "$PKI/ca.crt"
+	etcd_ready() {
+		curl -sf --max-time 2 --cacert "$PKI/ca.crt" --cert "$PKI/apiserver-etcd.crt" --key "$PKI/apiserver-etcd.key" \
+			"https://127.0.0.1:$etcd_port/health" 2>/dev/null | grep -q '"health":"true"'
+	}
+	wait_for etcd 60 etcd_ready
 }
-wait_for etcd 60 etcd_ready
 
 # --- kube-apiserver ---------------------------------------------------------
 
-api_port=$(free_port 56443)
-echo "$api_port" >"$RUN/apiserver.port"
-# Admission: the defaults (PodSecurity, ServiceAccount, RuntimeClass,
-# NamespaceLifecycle, LimitRanger, ResourceQuota...) as in any cluster, plus
-# OwnerReferencesPermissionEnforcement, which some distributions enable, so
-# the runtime's adopting of its Secret and NetworkPolicy is checked too.
-# --min-request-timeout=5 ends every watch after 5 to 10 s (30 to 60 min by
-# default), so that the tests see the runtime reopen its watches. The
-# endpoint reconciler would publish the advertised address as the
-# kubernetes Service's endpoint, and refuses a loopback one: nothing here
-# reaches the API through that Service.
-start kube-apiserver "$BIN/kube-apiserver" \
-	--bind-address=127.0.0.1 --advertise-address=127.0.0.1 --secure-port="$api_port" \
-	--etcd-servers="https://127.0.0.1:$etcd_port" --etcd-cafile="$PKI/ca.crt" \
-	--etcd-certfile="$PKI/apiserver-etcd.crt" --etcd-keyfile="$PKI/apiserver-etcd.key" \
-	--tls-cert-file="$PKI/apiserver.crt" --tls-private-key-file="$PKI/apiserver.key" \
-	--client-ca-file="$PKI/ca.crt" --authorization-mode=RBAC \
-	--service-account-issuer=https://kubernetes.default.svc \
-	--service-account-key-file="$PKI/sa.pub" --service-account-signing-key-file="$PKI/sa.key" \
-	--service-cluster-ip-range="$SERVICE_CIDR" \
-	--enable-admission-plugins=OwnerReferencesPermissionEnforcement \
-	--min-request-timeout=5 \
-	--endpoint-reconciler-type=none \
-	--profiling=false
-wait_for kube-apiserver 240 ready
+start_apiserver() {
+	api_port=$(free_port 56443)
+	echo "$api_port" >"$RUN/apiserver.port"
+	# Admission: the defaults (PodSecurity, ServiceAccount, RuntimeClass,
+	# NamespaceLifecycle, LimitRanger, ResourceQuota...) as in any cluster, plus
+	# OwnerReferencesPermissionEnforcement, which some distributions enable, so
+	# the runtime's adopting of its Secret and NetworkPolicy is checked too.
+	# --min-request-timeout=5 ends every watch after 5 to 10 s (30 to 60 min by
+	# default), so that the tests see the runtime reopen its watches. The
+	# endpoint reconciler would publish the advertised address as the
+	# kubernetes Service's endpoint, and refuses a loopback one: nothing here
+	# reaches the API through that Service.
+	start kube-apiserver "$BIN/kube-apiserver" \
+		--bind-address=127.0.0.1 --advertise-address=127.0.0.1 --secure-port="$api_port" \
+		--etcd-servers="https://127.0.0.1:$etcd_port" --etcd-cafile="$PKI/ca.crt" \
+		--etcd-certfile="$PKI/apiserver-etcd.crt" --etcd-keyfile="$PKI/apiserver-etcd.key" \
+		--tls-cert-file="$PKI/apiserver.crt" --tls-private-key-file="$PKI/apiserver.key" \
+		--client-ca-file="$PKI/ca.crt" --authorization-mode=RBAC \
+		--service-account-issuer=https://kubernetes.default.svc \
+		--service-account-key-file="$PKI/sa.pub" --service-account-signing-key-file="$PKI/sa.key" \
+		--service-cluster-ip-range="$SERVICE_CIDR" \
+		--enable-admission-plugins=OwnerReferencesPermissionEnforcement \
+		--min-request-timeout=5 \
+		--endpoint-reconciler-type=none \
+		--profiling=false
+	wait_for kube-apiserver 240 ready
+}
 
 kubeconfig() { # FILE USER CERT
 	(
@@ -306,6 +315,12 @@ current-context: $2
 EOF
 	)
 }
+if [ -z "$PLANE_UP" ]; then
+	start_etcd
+	start_apiserver
+else
+	api_port=$(cat "$RUN/apiserver.port")
+fi
 kubeconfig "$ADMIN" drydock-test-admin admin
 kubeconfig "$RUNTIME" drydock-runtime runtime
 kubeconfig "$RUN/controller-manager.kubeconfig" kube-controller-manager controller-manager
@@ -313,24 +328,29 @@ kubeconfig "$RUN/kubelet.kubeconfig" kubelet kubelet
 
 # --- kube-controller-manager ------------------------------------------------
 
-# Only the controllers a cluster without nodes can use and the runtime
-# relies on: the garbage collector (a sandbox's Secret and NetworkPolicy
-# go with its pod), namespace deletion, and the default service account
-# the ServiceAccount admission plugin wants in every namespace.
-kcm_port=$(free_port 51257)
-start kube-controller-manager "$BIN/kube-controller-manager" \
-	--kubeconfig="$RUN/controller-manager.kubeconfig" \
-	--authentication-kubeconfig="$RUN/controller-manager.kubeconfig" \
-	--authorization-kubeconfig="$RUN/controller-manager.kubeconfig" \
-	--bind-address=127.0.0.1 --secure-port="$kcm_port" --leader-elect=false \
-	--controllers=garbage-collector-controller,namespace-controller,serviceaccount-controller \
-	--root-ca-file="$PKI/ca.crt" --service-account-private-key-file="$PKI/sa.key" \
-	--cluster-signing-cert-file="$PKI/ca.crt" --cluster-signing-key-file="$PKI/ca.key" \
-	--profiling=false
-kcm_ready() {
-	curl -sfk --max-time 2 "https://127.0.0.1:$kcm_port/healthz" >/dev/null 2>&1
+start_controller_manager() {
+	# Only the controllers a cluster without nodes can use and the runtime
+	# relies on: the garbage collector (a sandbox's Secret and NetworkPolicy
+	# go with its pod), namespace deletion, and the default service account
+	# the ServiceAccount admission plugin wants in every namespace.
+	kcm_port=$(free_port 51257)
+	start kube-controller-manager "$BIN/kube-controller-manager" \
+		--kubeconfig="$RUN/controller-manager.kubeconfig" \
+		--authentication-kubeconfig="$RUN/controller-manager.kubeconfig" \
+		--authorization-kubeconfig="$RUN/controller-manager.kubeconfig" \
+		--bind-address=127.0.0.1 --secure-port="$kcm_port" --leader-elect=false \
+		--controllers=garbage-collector-controller,namespace-controller,serviceaccount-controller \
+		--root-ca-file="$PKI/ca.crt" --service-account-private-key-file="$PKI/sa.key" \
+		--cluster-signing-cert-file="$PKI/ca.crt" --cluster-signing-key-file="$PKI/ca.key" \
+		--profiling=false
+	kcm_ready() {
+		curl -sfk --max-time 2 "https://127.0.0.1:$kcm_port/healthz" >/dev/null 2>&1
+	}
+	wait_for kube-controller-manager 120 kcm_ready
 }
-wait_for kube-controller-manager 120 kcm_ready
+if [ -z "$PLANE_UP" ]; then
+	start_controller_manager
+fi
 
 # --- node (DRYDOCK_KUBE_NODE=1) ---------------------------------------------
 
@@ -515,5 +535,7 @@ if [ -n "$NODE" ]; then
 	start_node
 fi
 
-say "control plane $VERSION started (kube-apiserver pid $(cat "$RUN/kube-apiserver.pid") on 127.0.0.1:$api_port, etcd on :$etcd_port, logs in $RUN)"
+if [ -z "$PLANE_UP" ]; then
+	say "control plane $VERSION started (kube-apiserver pid $(cat "$RUN/kube-apiserver.pid") on 127.0.0.1:$api_port, logs in $RUN)"
+fi
 print_env
