@@ -61,6 +61,10 @@ headless=$!
 wait "$headless"
 ./bin/drydock image build --profile headless --docker-host "$DRYDOCK_TEST_PODMAN_HOST"
 ./bin/drydock image build --profile desktop --docker-host "$DRYDOCK_TEST_PODMAN_HOST"
+log "a real Kubernetes node (containerd, kubelet) running the sandbox images (copied once per image: about 1.5 minutes)"
+DRYDOCK_KUBE_NODE=1 up kube
+: "${DRYDOCK_TEST_KUBE_NODE:?}"
+export DRYDOCK_TEST_KUBE_NODE
 export DRYDOCK_TEST_IMAGE=drydock-sandbox:headless
 export DRYDOCK_TEST_IMAGE_HEADLESS=drydock-sandbox:headless
 export DRYDOCK_TEST_IMAGE_DESKTOP=drydock-sandbox:desktop

@@ -4,7 +4,7 @@
 # cluster. With a node (DRYDOCK_KUBE_NODE=1), its pods are deleted first so
 # that the kubelet stops them through the CRI (containers, network
 # namespaces); containerd's image store stays, as the test dockerd's does.
-# The built binaries stay in .cache/kube. Idempotent.
+# The built binaries stay in ~/.cache/drydock/kube. Idempotent.
 set -eu
 
 RUN=/run/drydock-test/kube

@@ -7,7 +7,7 @@
 #
 # Kubernetes publishes no binaries this machine can fetch, so the two
 # binaries are built from the k8s.io/kubernetes module on the Go module
-# proxy, once per version, into .cache/kube/VERSION/bin (about 20 minutes
+# proxy, once per version, into ~/.cache/drydock/kube/VERSION/bin (about 20 minutes
 # and 1 GB of Go build cache on 2 cores; see docs/KUBERNETES-TESTING.md).
 # The module zip leaves out staging/ (each staging directory is a module of
 # its own), so its go.mod's replace directives, which point there, are
@@ -35,8 +35,9 @@
 set -eu
 
 VERSION=${DRYDOCK_KUBE_VERSION:-v1.37.2}
-ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-CACHE="$ROOT/.cache/kube/$VERSION"
+# Outside the work tree, like the sandbox image cache, so that a fresh clone
+# (CI) on the same machine does not build the binaries again.
+CACHE="${XDG_CACHE_HOME:-$HOME/.cache}/drydock/kube/$VERSION"
 BIN="$CACHE/bin"
 RUN=/run/drydock-test/kube
 PKI="$RUN/pki"
