@@ -78,13 +78,43 @@ const (
 	maxScroll   = 100
 )
 
-// Do performs one action on the display.
+// DisplayWait bounds how long an action waits for a display that is
+// still starting. A desktop job's first tool call can come before Xvfb is
+// up (files and shell are ready first); waiting a little beats an error
+// the agent spends a step on.
+const DisplayWait = 20 * time.Second
+
+// waitDisplay returns once the display is up, or EUNAVAILABLE after
+// DisplayWait (or ctx's end).
+func (d *Desktop) waitDisplay(ctx context.Context) error {
+	if d.disp.ready.Load() {
+		return nil
+	}
+	wctx, cancel := context.WithTimeout(ctx, DisplayWait)
+	defer cancel()
+	t := time.NewTicker(probeEvery)
+	defer t.Stop()
+	for !d.disp.ready.Load() {
+		select {
+		case <-wctx.Done():
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return drydock.Errorf(drydock.EUNAVAILABLE, "the display is not ready after %s (restarts: %v)", DisplayWait, d.Restarts())
+		case <-t.C:
+		}
+	}
+	return nil
+}
+
+// Do performs one action on the display, waiting up to DisplayWait for a
+// display that is still starting.
 func (d *Desktop) Do(ctx context.Context, a Action) (*Result, error) {
 	if a.Action == ActionWait {
 		return &Result{}, sleep(ctx, a.Duration)
 	}
-	if !d.disp.ready.Load() {
-		return nil, drydock.Errorf(drydock.EUNAVAILABLE, "display is not ready")
+	if err := d.waitDisplay(ctx); err != nil {
+		return nil, err
 	}
 	if a.Action == ActionScreenshot {
 		png, scale, err := d.Screenshot(ctx)

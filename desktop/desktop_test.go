@@ -473,3 +473,42 @@ func BenchmarkStartToReady(b *testing.B) {
 		b.StartTimer()
 	}
 }
+
+// An action that comes while the display is still starting waits for it
+// instead of failing, and one on a display that never comes up gives up
+// with a reason when its context ends.
+func TestActionsWaitForTheDisplay(t *testing.T) {
+	t.Parallel()
+	RequireDesktop(t)
+	cfg := Config{
+		Display:    freeDisplay(t),
+		RuntimeDir: t.TempDir(),
+		VNCSocket:  filepath.Join(t.TempDir(), "vnc.sock"),
+		Env:        []string{"HOME=" + t.TempDir()},
+	}
+	d := New(cfg, testLogger(t))
+
+	// Not started: the wait ends with the caller's context.
+	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+	start := time.Now()
+	_, err := d.Do(ctx, Action{Action: ActionScreenshot})
+	cancel()
+	if err == nil || time.Since(start) > 5*time.Second {
+		t.Fatalf("an action on a display that never started: %v after %s", err, time.Since(start))
+	}
+
+	if err := d.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	// At once, before the display has had time to come up.
+	ctx, cancel = context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	res, err := d.Do(ctx, Action{Action: ActionScreenshot})
+	if err != nil {
+		t.Fatalf("the first action on a starting display: %v", err)
+	}
+	if len(res.PNG) == 0 {
+		t.Fatal("the first screenshot is empty")
+	}
+}
