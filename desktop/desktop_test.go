@@ -55,16 +55,22 @@ func testLogger(t testing.TB) *slog.Logger {
 	return slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: level}))
 }
 
-// setup starts a desktop on a free display and waits until it is ready.
-func setup(t testing.TB, modify func(*Config)) *Desktop {
-	t.Helper()
-	RequireDesktop(t)
-	cfg := Config{
+// testConfig is a desktop on a free display with its files in the test's
+// temporary directories.
+func testConfig(t testing.TB) Config {
+	return Config{
 		Display:    freeDisplay(t),
 		RuntimeDir: t.TempDir(),
 		VNCSocket:  filepath.Join(t.TempDir(), "vnc.sock"),
 		Env:        []string{"HOME=" + t.TempDir()},
 	}
+}
+
+// setup starts a desktop on a free display and waits until it is ready.
+func setup(t testing.TB, modify func(*Config)) *Desktop {
+	t.Helper()
+	RequireDesktop(t)
+	cfg := testConfig(t)
 	if modify != nil {
 		modify(&cfg)
 	}
@@ -480,13 +486,7 @@ func BenchmarkStartToReady(b *testing.B) {
 func TestActionsWaitForTheDisplay(t *testing.T) {
 	t.Parallel()
 	RequireDesktop(t)
-	cfg := Config{
-		Display:    freeDisplay(t),
-		RuntimeDir: t.TempDir(),
-		VNCSocket:  filepath.Join(t.TempDir(), "vnc.sock"),
-		Env:        []string{"HOME=" + t.TempDir()},
-	}
-	d := New(cfg, testLogger(t))
+	d := New(testConfig(t), testLogger(t))
 
 	// Not started: the wait ends with the caller's context.
 	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
