@@ -19,6 +19,25 @@ func socketEnv(sock string) func(string) string {
 
 func mapEnv(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
 
+// throughForwarder sends a CONNECT through the forwarder at addr, ends its
+// side, and returns all that came back.
+func throughForwarder(t *testing.T, addr net.Addr) string {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", addr.String(), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	io.WriteString(c, "CONNECT example.com:443 HTTP/1.1\r\n\r\n")
+	c.(*net.TCPConn).CloseWrite()
+	b, err := io.ReadAll(c)
+	if err != nil {
+		t.Fatalf("read through the forwarder: %v", err)
+	}
+	return string(b)
+}
+
 func TestEgressForwarderPipesToTheProxySocket(t *testing.T) {
 	t.Parallel()
 	sock := filepath.Join(t.TempDir(), "egress.sock")
@@ -47,17 +66,8 @@ func TestEgressForwarderPipesToTheProxySocket(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer stop()
-	c, err := net.DialTimeout("tcp", addr.String(), 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(10 * time.Second))
-	io.WriteString(c, "CONNECT example.com:443 HTTP/1.1\r\n\r\n")
-	c.(*net.TCPConn).CloseWrite()
-	b, err := io.ReadAll(c)
-	if err != nil || !strings.HasPrefix(string(b), "proxy got: CONNECT example.com:443") {
-		t.Fatalf("got %q, %v", b, err)
+	if got := throughForwarder(t, addr); !strings.HasPrefix(got, "proxy got: CONNECT example.com:443") {
+		t.Fatalf("got %q", got)
 	}
 }
 
@@ -158,17 +168,8 @@ func TestEgressForwarderSendsTheHelloToTheGateway(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer stop()
-	c, err := net.DialTimeout("tcp", addr.String(), 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(10 * time.Second))
-	io.WriteString(c, "CONNECT example.com:443 HTTP/1.1\r\n\r\n")
-	c.(*net.TCPConn).CloseWrite()
-	b, err := io.ReadAll(c)
-	if err != nil || string(b) != "gateway got drydock-0123456789abcdef: CONNECT example.com:443 HTTP/1.1\r\n\r\n" {
-		t.Fatalf("got %q, %v", b, err)
+	if got := throughForwarder(t, addr); got != "gateway got drydock-0123456789abcdef: CONNECT example.com:443 HTTP/1.1\r\n\r\n" {
+		t.Fatalf("got %q", got)
 	}
 }
 
