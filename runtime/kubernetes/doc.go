@@ -37,7 +37,9 @@
 // the drydock.labels annotation, which List checks.
 //
 // The runtime needs the permissions PolicyRules lists, in its namespace
-// only. Nothing here was run on a real cluster on the machine it was
-// written on; the tests drive client-go's fake clientset with a small
-// kubelet of their own (see kubelet_test.go).
+// only. The tests drive client-go's fake clientset with a small kubelet of
+// their own (kubelet_test.go) and, when DRYDOCK_TEST_KUBECONFIG is set, a
+// real API server, controller manager and (DRYDOCK_TEST_KUBE_NODE) a real
+// kubelet that runs the sandbox image (api*_test.go; see
+// docs/KUBERNETES-TESTING.md). No CNI there enforces NetworkPolicy.
 package kubernetes
