@@ -11,11 +11,64 @@ import (
 // Reap destroys this server's sandboxes whose job is finished or unknown:
 // those a crash left between archiving and teardown, or whose job was
 // deleted, and the warm sandboxes no job claimed that a previous process
-// of this node left (this process's pool keeps its own). Sandboxes of running jobs stay, whichever replica runs them, so a
-// recovering replica can reattach. Only sandboxes labelled with this node id
-// are considered, so that servers with different stores sharing one engine
-// never reap each other's sandboxes.
+// of this node left (this process's pool keeps its own). Sandboxes of
+// running jobs stay, whichever replica runs them, so a recovering replica
+// can reattach.
+//
+// Sandboxes labelled with another node id are destroyed only when their job
+// is in this server's store and ended more than OrphanGrace ago: that node
+// would have torn them down itself, so it is gone (a Kubernetes replica
+// replaced under a new pod name, a server restarted on another port).
+// Unknown jobs of other nodes stay, so that servers with different stores
+// sharing one engine never reap each other's sandboxes, and so do other
+// nodes' warm sandboxes, which their pools own.
 func (r *Runner) Reap(ctx context.Context) (int, error) {
+	n, err := r.reapOwn(ctx)
+	if err != nil {
+		return n, err
+	}
+	m, err := r.reapOrphans(ctx)
+	return n + m, err
+}
+
+// reapOrphans is Reap's pass over other nodes' sandboxes.
+func (r *Runner) reapOrphans(ctx context.Context) (int, error) {
+	sbs, err := r.deps.Runtime.List(ctx, map[string]string{drydock.LabelManaged: "true"})
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, sb := range sbs {
+		if sb.Labels[drydock.LabelServer] == r.cfg.NodeID {
+			continue // reapOwn's
+		}
+		if _, warm := pool.Unclaimed(sb); warm {
+			continue
+		}
+		jobID := sb.Labels[drydock.LabelJob]
+		job, err := r.deps.Store.GetJob(ctx, jobID)
+		if err != nil {
+			if drydock.ErrorCode(err) != drydock.ENOTFOUND {
+				r.log.Warn("reaper: look up job", "job_id", jobID, "err", err)
+			}
+			continue
+		}
+		if !job.Status.Terminal() || job.FinishedAt == nil || time.Since(*job.FinishedAt) < r.cfg.OrphanGrace {
+			continue
+		}
+		if err := r.deps.Runtime.Destroy(ctx, sb.ID); err != nil {
+			r.log.Warn("reaper: destroy orphaned sandbox", "sandbox_id", sb.ID, "job_id", jobID, "err", err)
+			continue
+		}
+		r.log.Info("reaped the sandbox of a finished job whose server is gone", "sandbox_id", sb.ID, "job_id", jobID,
+			"server", sb.Labels[drydock.LabelServer], "finished_at", job.FinishedAt)
+		n++
+	}
+	return n, nil
+}
+
+// reapOwn is Reap's pass over this node's sandboxes.
+func (r *Runner) reapOwn(ctx context.Context) (int, error) {
 	sbs, err := r.deps.Runtime.List(ctx, map[string]string{
 		drydock.LabelManaged: "true",
 		drydock.LabelServer:  r.cfg.NodeID,

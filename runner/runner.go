@@ -47,6 +47,9 @@ type Config struct {
 	// ReapInterval is how often sandboxes of finished jobs are looked for
 	// (default 1m).
 	ReapInterval time.Duration
+	// OrphanGrace is how long after its job ended another node's sandbox is
+	// left to that node before the reaper takes it (default 2m).
+	OrphanGrace time.Duration
 }
 
 func (c *Config) setDefaults() {
@@ -73,6 +76,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.ArchiveTimeout <= 0 {
 		c.ArchiveTimeout = 10 * time.Minute
+	}
+	if c.OrphanGrace <= 0 {
+		c.OrphanGrace = 2 * time.Minute
 	}
 	if c.ReapInterval <= 0 {
 		c.ReapInterval = time.Minute

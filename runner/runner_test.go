@@ -213,7 +213,8 @@ func TestExpiredLeaseIsTakenOver(t *testing.T) {
 }
 
 // The reaper removes sandboxes of finished and unknown jobs, and keeps those
-// of running jobs and of other servers.
+// of running jobs and of other servers, unless that server is gone: its
+// sandbox of a job that ended past the grace goes too.
 func TestReaperRemovesOnlyFinishedOrUnknown(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -247,16 +248,32 @@ func TestReaperRemovesOnlyFinishedOrUnknown(t *testing.T) {
 	reapDone := mk(done, "n")
 	reapUnknown := mk("0193ffff-0000-7000-8000-000000000000", "n")
 	otherServer := mk("0193ffff-0000-7000-8000-000000000001", "someone-else")
+	// Another node's sandboxes of this store's jobs: that node is gone
+	// once the job ended a while ago (a replaced replica).
+	doneElsewhere := mk(done, "someone-else")
+	runningElsewhere := mk(running, "someone-else")
 
-	r := runner.New(runner.Config{NodeID: "n"}, b.deps)
+	check := func(want map[*drydock.Sandbox]bool) {
+		t.Helper()
+		for sb, want := range want {
+			_, err := b.runtime.Get(t.Context(), sb.ID)
+			if exists := err == nil; exists != want {
+				t.Errorf("sandbox of job %s on %s exists=%v, want %v (%v)", sb.Labels[drydock.LabelJob], sb.Labels[drydock.LabelServer], exists, want, err)
+			}
+		}
+	}
+	r := runner.New(runner.Config{NodeID: "n", OrphanGrace: time.Hour}, b.deps)
 	n, err := r.Reap(t.Context())
 	if err != nil || n != 2 {
 		t.Fatalf("Reap = %d, %v; want 2", n, err)
 	}
-	for sb, want := range map[*drydock.Sandbox]bool{keepRunning: true, reapDone: false, reapUnknown: false, otherServer: true} {
-		_, err := b.runtime.Get(t.Context(), sb.ID)
-		if exists := err == nil; exists != want {
-			t.Errorf("sandbox of job %s exists=%v, want %v (%v)", sb.Labels[drydock.LabelJob], exists, want, err)
-		}
+	check(map[*drydock.Sandbox]bool{keepRunning: true, reapDone: false, reapUnknown: false, otherServer: true, doneElsewhere: true, runningElsewhere: true})
+
+	// Past the grace, the finished job's sandbox goes; the running job's
+	// and the unknown job's stay.
+	r = runner.New(runner.Config{NodeID: "n", OrphanGrace: time.Nanosecond}, b.deps)
+	if n, err := r.Reap(t.Context()); err != nil || n != 1 {
+		t.Fatalf("Reap past the grace = %d, %v; want 1", n, err)
 	}
+	check(map[*drydock.Sandbox]bool{keepRunning: true, otherServer: true, doneElsewhere: false, runningElsewhere: true})
 }
