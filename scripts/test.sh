@@ -17,6 +17,10 @@ fi
 
 cleanup() {
 	set +e
+	if [ -n "${kube_pid:-}" ]; then
+		kill "$kube_pid" 2>/dev/null
+		wait "$kube_pid" 2>/dev/null
+	fi
 	scripts/testenv/kube-down.sh >/dev/null 2>&1
 	scripts/testenv/postgres-down.sh >/dev/null 2>&1
 	scripts/testenv/podman-down.sh >/dev/null 2>&1
@@ -40,10 +44,13 @@ up postgres
 : "${DRYDOCK_TEST_DOCKER_HOST:?} ${DRYDOCK_TEST_PODMAN_HOST:?} ${DRYDOCK_TEST_POSTGRES_DSN:?}"
 export DRYDOCK_TEST_DOCKER_HOST DRYDOCK_TEST_PODMAN_HOST DRYDOCK_TEST_POSTGRES_DSN
 
-log "starting a Kubernetes control plane (built from source once per version: about 15 minutes the first time)"
-up kube
-: "${DRYDOCK_TEST_KUBECONFIG:?} ${DRYDOCK_TEST_KUBECONFIG_RUNTIME:?}"
-export DRYDOCK_TEST_KUBECONFIG DRYDOCK_TEST_KUBECONFIG_RUNTIME
+# The control plane starts in the background: on a new machine its binaries
+# are built from source first (about 15 minutes on 2 cores), which the image
+# builds below, mostly downloads and unpacking, can overlap.
+log "starting a Kubernetes control plane in the background (built from source once per version)"
+kube_log=$(mktemp)
+scripts/testenv/kube-up.sh >"$kube_log" 2>&1 &
+kube_pid=$!
 
 log "lint"
 test -z "$(gofmt -l .)" || { gofmt -l .; echo "gofmt needed" >&2; exit 1; }
@@ -61,6 +68,13 @@ headless=$!
 wait "$headless"
 ./bin/drydock image build --profile headless --docker-host "$DRYDOCK_TEST_PODMAN_HOST"
 ./bin/drydock image build --profile desktop --docker-host "$DRYDOCK_TEST_PODMAN_HOST"
+log "waiting for the Kubernetes control plane"
+wait "$kube_pid" || { cat "$kube_log" >&2; echo "scripts/testenv/kube-up.sh failed" >&2; exit 1; }
+kube_pid=
+eval "$(grep '^DRYDOCK_TEST_' "$kube_log")"
+rm -f "$kube_log"
+: "${DRYDOCK_TEST_KUBECONFIG:?} ${DRYDOCK_TEST_KUBECONFIG_RUNTIME:?}"
+export DRYDOCK_TEST_KUBECONFIG DRYDOCK_TEST_KUBECONFIG_RUNTIME
 log "a real Kubernetes node (containerd, kubelet) running the sandbox images (copied once per image: about 1.5 minutes)"
 DRYDOCK_KUBE_NODE=1 up kube
 : "${DRYDOCK_TEST_KUBE_NODE:?}"
