@@ -1,0 +1,121 @@
+package kubernetes
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/drydockhq/drydock"
+	"github.com/drydockhq/drydock/runtime/runtimetest"
+	"github.com/drydockhq/drydock/toolbox"
+)
+
+// TestRealNodeProbeFromInside runs runtimetest's isolation probe through
+// toolboxd in a sandbox pod on the real node (containerd and a real kubelet),
+// as runtime/docker's TestProbeFromInside does on Docker and Podman, and
+// applies the same checks. What differs is only what a pod is made of; each
+// difference is explained where it is allowed.
+func TestRealNodeProbeFromInside(t *testing.T) {
+	t.Parallel()
+	env, ns := requireRealNode(t)
+	t.Cleanup(func() { env.assertNamespaceEmpty(t, ns) })
+	rt := realNodeRuntime(t, env, ns, nil)
+	ctx := t.Context()
+	sb, err := rt.Create(ctx, drydock.SandboxSpec{JobID: "job-probe", Image: "drydock-sandbox:headless", Profile: drydock.ProfileHeadless})
+	if err != nil {
+		t.Fatalf("create: %v", err)
+	}
+	t.Cleanup(func() {
+		cctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := rt.Destroy(cctx, sb.ID); err != nil {
+			t.Errorf("destroy: %v", err)
+		}
+	})
+	tc := toolbox.New(sb.Endpoint, sb.Token)
+	t.Cleanup(tc.Close)
+	wctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if err := tc.WaitReady(wctx); err != nil {
+		t.Fatalf("sandbox not ready: %v", err)
+	}
+
+	var out, errOut bytes.Buffer
+	r, err := tc.Exec(ctx, toolbox.ExecRequest{Args: []string{"python3", "-c", runtimetest.ProbeScript}}, &out, &errOut)
+	if err != nil || r.ExitCode != 0 {
+		t.Fatalf("probe: %+v %v\nstderr: %s", r, err, errOut.String())
+	}
+	p := runtimetest.ParseProbe(t, out.String(), errOut.String())
+	t.Logf("mountinfo:\n%s", p.Mountinfo)
+	t.Logf("processes: %v", p.Procs)
+	runtimetest.CheckProbe(t, p, runtimetest.ProbeOptions{
+		// The pod's emptyDirs. The workspace, /tmp and the home directory
+		// are on the node's disk (the kubelet's pod directory), not in
+		// memory as on Docker: that is what an emptyDir without medium
+		// Memory is, and their sizeLimit and the pod's ephemeral-storage
+		// limit bound them (the kubelet evicts the pod past them). The
+		// boot dir, which held the token until toolboxd removed it, is
+		// medium Memory, a tmpfs.
+		Volumes: []string{workspaceDir, tmpDir, homeDir, bootDir},
+		Volume: func(m runtimetest.ProbeMount) error {
+			name := map[string]string{workspaceDir: "workspace", tmpDir: "tmp", homeDir: "home", bootDir: "boot"}[m.Point]
+			if m.Point == bootDir {
+				if m.FSType != "tmpfs" {
+					return fmt.Errorf("want a tmpfs (emptyDir medium Memory)")
+				}
+				return nil
+			}
+			// The root of the bind is the volume's own directory, never
+			// anything above it on the node.
+			if !strings.HasSuffix(m.Root, "/volumes/kubernetes.io~empty-dir/"+name) {
+				return fmt.Errorf("want the pod's emptyDir %q", name)
+			}
+			return nil
+		},
+		// The kubelet's per-pod files (/etc/hosts it writes for every
+		// pod; /etc/hostname and /etc/resolv.conf from containerd's pod
+		// sandbox) and the file the kubelet reads a termination message
+		// from. A pod always has them; none is the node's own file.
+		Bound:    []string{"/etc/hosts", "/etc/hostname", "/etc/resolv.conf", "/dev/termination-log"},
+		Required: []string{"/etc/hosts", "/etc/hostname", "/etc/resolv.conf"},
+		// No init: the pod's containers do not share a PID namespace
+		// (shareProcessNamespace is unset), so the pause container is not
+		// visible, and the image's entrypoint, toolboxd, is pid 1.
+		Inits: []string{"toolboxd"},
+	})
+
+	// The boot file is gone: toolboxd removed it once read.
+	var ls bytes.Buffer
+	if r, err := tc.Exec(ctx, toolbox.ExecRequest{Args: []string{"ls", "-A", bootDir}}, &ls, &errOut); err != nil || r.ExitCode != 0 || ls.Len() != 0 {
+		t.Errorf("ls %s: %+v %v %q; want it empty", bootDir, r, err, ls.String())
+	}
+
+	// The API server agrees: the pod has no volume from the node and no
+	// service account token, and no container is privileged.
+	pod, err := env.admin.CoreV1().Pods(ns).Get(ctx, sb.ID, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range pod.Spec.Volumes {
+		if v.EmptyDir == nil && v.Secret == nil {
+			t.Errorf("volume %s is neither an emptyDir nor the sandbox's Secret: %+v", v.Name, v.VolumeSource)
+		}
+	}
+	if pod.Spec.HostPID || pod.Spec.HostIPC || pod.Spec.HostNetwork || (pod.Spec.ShareProcessNamespace != nil && *pod.Spec.ShareProcessNamespace) {
+		t.Errorf("pod shares namespaces: hostPID %t hostIPC %t hostNetwork %t shareProcessNamespace %v",
+			pod.Spec.HostPID, pod.Spec.HostIPC, pod.Spec.HostNetwork, pod.Spec.ShareProcessNamespace)
+	}
+	for _, c := range slices.Concat(pod.Spec.InitContainers, pod.Spec.Containers) {
+		for _, m := range c.VolumeMounts {
+			if m.Name == "secret" && c.Name != initContainer {
+				t.Errorf("container %s mounts the Secret at %s; only the init container may", c.Name, m.MountPath)
+			}
+		}
+	}
+}
