@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
@@ -48,7 +49,7 @@ var (
 func (m *longRun) answer(req *llmtest.Request) llmtest.Turn {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if len(req.Tools) == 0 {
+	if isSummary(req) {
 		m.summaries++
 		r := foldRange.FindStringSubmatch(req.LastUser().Text)
 		if r == nil {
@@ -81,6 +82,13 @@ func (m *longRun) answer(req *llmtest.Request) llmtest.Turn {
 		c = call("bash", map[string]string{"command": fmt.Sprintf("for i in {1..20}; do printf 'step %d line %%d: lorem ipsum dolor sit amet, consectetur\\n' $i; done", n)})
 	}
 	return llmtest.Turn{Text: fmt.Sprintf("Step %d.", n), ToolCalls: []llm.ToolCall{c}}
+}
+
+// isSummary tells the context manager's summary requests from the steps:
+// a prompt of their own has no tools; one made in the conversation asks
+// for the steps to fold in its last user turn.
+func isSummary(r *llmtest.Request) bool {
+	return len(r.Tools) == 0 || foldRange.MatchString(r.LastUser().Text)
 }
 
 // promptTokens is the size of a request's prompt as the model server
@@ -170,6 +178,26 @@ func runLong(t *testing.T, host, image, api string, budget, steps int) {
 			break
 		}
 	}
+	// Summary requests made in the conversation offer the steps' tools
+	// unchanged (the cache's prefix) and, where the API can forbid calls
+	// without losing the cache (OpenAI's tool_choice), forbid them.
+	inConv := 0
+	for _, r := range reqs {
+		if !isSummary(r) || len(r.Tools) == 0 {
+			continue
+		}
+		inConv++
+		if first := m.byStep[1]; !reflect.DeepEqual(r.Tools, first.Tools) || r.System != first.System {
+			t.Errorf("summary request %d: its tools or system prompt differ from the steps'", r.N)
+		}
+		if want := map[string]string{"openai": `"none"`}[api]; r.ToolChoice != want {
+			t.Errorf("summary request %d: tool_choice %s; want %q", r.N, r.ToolChoice, want)
+		}
+	}
+	if inConv == 0 {
+		t.Errorf("no summary request was made in the conversation")
+	}
+	t.Logf("%s: %d of %d summary requests made in the conversation", api, inConv, m.summaries)
 	if m.summaries != len(conds) {
 		t.Errorf("%d summary requests for %d condensations", m.summaries, len(conds))
 	}
@@ -234,7 +262,7 @@ func measure(t *testing.T, b *bundle, reqs []*llmtest.Request, m *longRun) figur
 	var hit, total int64
 	var prev *llmtest.Request
 	for _, r := range reqs {
-		if len(r.Tools) == 0 {
+		if isSummary(r) {
 			continue // summary requests are counted apart
 		}
 		sizes = append(sizes, int(promptTokens(r)))
@@ -248,7 +276,7 @@ func measure(t *testing.T, b *bundle, reqs []*llmtest.Request, m *longRun) figur
 	// they must add up to what the server sent.
 	var read, write, all, served int64
 	for _, r := range reqs {
-		if len(r.Tools) > 0 {
+		if !isSummary(r) {
 			served += r.Answer.Usage.CacheReadTokens
 		}
 	}
@@ -316,7 +344,7 @@ func measure(t *testing.T, b *bundle, reqs []*llmtest.Request, m *longRun) figur
 		}
 		// Condensation requests against the whole run, in tokens of the
 		// prompt (cached or not) and in dollars at the model's prices.
-		var condIn, condOut int64
+		var condIn, condOut, condRead, allIn, allRead int64
 		var condCost, allCost float64
 		for _, e := range b.rec.ofType(drydock.EventUsage) {
 			var u struct {
@@ -327,14 +355,17 @@ func measure(t *testing.T, b *bundle, reqs []*llmtest.Request, m *longRun) figur
 				continue
 			}
 			allCost += u.CostUSD
+			allIn += u.InputTokens + u.CacheReadTokens + u.CacheWriteTokens
+			allRead += u.CacheReadTokens
 			if u.Kind == "condensation" {
 				condIn += u.InputTokens + u.CacheReadTokens + u.CacheWriteTokens
+				condRead += u.CacheReadTokens
 				condOut += u.OutputTokens
 				condCost += u.CostUSD
 			}
 		}
-		t.Logf("%s prompt tokens by step (provider's count):\n| steps up to | budgeted, min–max | naive at the end |\n|---|---|---|\n%s\ntotal input sent: %d budgeted vs about %d naive; condensations cost %d input + %d output tokens, $%.2f of the run's $%.2f",
-			b.api, strings.Join(rows, "\n"), sent, naiveSent, condIn, condOut, condCost, allCost)
+		t.Logf("%s prompt tokens by step (provider's count):\n| steps up to | budgeted, min–max | naive at the end |\n|---|---|---|\n%s\ntotal input sent: %d budgeted vs about %d naive; condensations cost %d input (%.1f%% of all input, %.1f%% of it read from the cache) + %d output tokens, $%.2f of the run's $%.2f (%.1f%%); all requests: %.1f%% of the input read from the cache",
+			b.api, strings.Join(rows, "\n"), sent, naiveSent, condIn, 100*float64(condIn)/float64(allIn), 100*float64(condRead)/float64(max(condIn, 1)), condOut, condCost, allCost, 100*condCost/allCost, 100*float64(allRead)/float64(allIn))
 	}
 	return f
 }
@@ -477,7 +508,7 @@ func TestResumeAfterCondensations(t *testing.T) {
 		m := &longRun{steps: 1000, needleStep: -1, recallStep: -1, byStep: map[int]*llmtest.Request{}}
 		const stop = 60
 		b := setup(t, api, llmtest.Options{Func: func(r *llmtest.Request) llmtest.Turn {
-			if len(r.Tools) > 0 && len(m.byStep) == stop-1 {
+			if !isSummary(r) && len(m.byStep) == stop-1 {
 				m.mu.Lock()
 				m.byStep[stop] = r
 				m.mu.Unlock()

@@ -74,6 +74,13 @@ type Request struct {
 	Tools    []Tool
 	// MaxTokens caps the reply; 0 means the provider's default.
 	MaxTokens int
+	// NoToolCalls asks for a reply without tool calls while Tools are
+	// still sent, so that the request shares its prefix (and the
+	// provider's prompt cache) with the requests that offer them. Where
+	// forbidding calls would change that prefix's cache (Anthropic's
+	// tool_choice invalidates its cached messages) the provider leaves
+	// the choice to the model, so the caller must still handle calls.
+	NoToolCalls bool
 }
 
 // StopReason says why the model stopped.

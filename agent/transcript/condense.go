@@ -15,6 +15,10 @@ import (
 const (
 	summaryInputBytes  = 1000
 	summaryOutputBytes = 2000
+	// A summary request made in the conversation repeats the outputs the
+	// conversation masks, uncached, so it shows only their head and tail
+	// (the mask note names their size; recall finds the rest).
+	hiddenOutputBytes = 500
 )
 
 const summarySystem = `You keep the working memory of an autonomous software agent. Its conversation has grown too long for its context window, so its oldest steps are replaced by your summary. The agent continues the task from your summary and the steps after it. It can search the full record of the old steps with its recall tool, but only when it knows what to look for, so name things precisely.`
@@ -55,9 +59,193 @@ func (w *Window) condense(ctx context.Context) error {
 	return nil
 }
 
+// summaryKeep is what a summary must keep, for both kinds of summary
+// request.
+const summaryKeep = `Keep what the agent needs to carry on:
+- the state of the task: what is done, what is in progress, what is left;
+- files created or changed (paths) and what they hold; commands that build, test or run the work;
+- decisions and their reasons; approaches that failed and why;
+- errors still open; exact values it will need later (names, numbers, versions, paths, ids).
+Leave out what no longer matters. At most about %d words, plain text with short sections or bullets. Write only the summary.`
+
 // fold summarizes the previous summary and as many of units as fit one
 // request, records the condensation, and returns how many units it took.
+// The request continues the agent's own conversation when it fits the
+// budget, so that the provider's prompt cache serves its prefix; else it
+// is a prompt of its own.
 func (w *Window) fold(ctx context.Context, units []*unit, before int) (int, error) {
+	prev := w.log.latest
+	apart, tookApart := w.apart(units)
+	req, took := w.inConversation(units, len(tookApart))
+	var resp *llm.Response
+	var err error
+	if req != nil {
+		resp, err = w.cfg.Complete(ctx, req)
+		// A provider that cannot forbid tool calls without losing the
+		// cache leaves them to the model; a reply that makes one is no
+		// summary, and a prompt without tools gets one.
+		if err == nil && len(resp.ToolCalls) > 0 {
+			req = nil
+		}
+	}
+	if req == nil {
+		took = tookApart
+		resp, err = w.cfg.Complete(ctx, apart)
+	}
+	from, through := took[0].step, took[len(took)-1].step
+	c := Condensation{Kind: KindSummary, FromStep: from, ThroughStep: through, Budget: w.cfg.Budget, Model: w.cfg.Model, TokensBefore: before}
+	if prev != nil {
+		c.Depth = prev.Depth + 1
+	}
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return 0, ctx.Err()
+	case err != nil:
+		c.Kind, c.Error = KindDigest, drydock.ErrorMessage(err)
+	case strings.TrimSpace(resp.Text) == "":
+		c.Kind, c.Error, c.Usage = KindDigest, "the model answered with no summary", resp.Usage
+	default:
+		c.Summary, c.Usage = strings.TrimSpace(resp.Text), resp.Usage
+		c.Truncated = resp.StopReason == llm.StopMaxTokens
+	}
+	if c.Kind == KindDigest {
+		c.Summary = digest(prev, took, c.Error)
+	}
+	if s := w.clipTokens(c.Summary, w.summaryMax()); s != c.Summary {
+		c.Summary, c.Truncated = s, true
+	}
+	c.TokensAfter = w.estimateAfter(&c)
+	if err := w.cfg.Emit(ctx, drydock.EventCondensation, c); err != nil {
+		return 0, err
+	}
+	w.sync()
+	return len(took), nil
+}
+
+// inConversation builds the summary request as the agent's conversation
+// (system prompt, tools, the first message with the task and the previous
+// summary, the live steps as the last prompts showed them) cut after the
+// steps to fold, followed by a user turn asking for the summary: its
+// prefix is one the last requests sent, which the provider has cached.
+// The outputs masking hides from the conversation are given in that turn,
+// cut. It returns nil when fewer than need of units fit the budget that
+// way, or units do not start the live steps.
+func (w *Window) inConversation(units []*unit, need int) (*llm.Request, []*unit) {
+	live := w.log.live()
+	if len(units) == 0 || len(live) < 2 || live[0] != units[0] {
+		return nil, nil
+	}
+	// The masking of the last prompt, when this call masked more: the
+	// prefix must be the one the provider cached.
+	masked := w.log.maskThrough
+	if w.shown >= 0 {
+		masked = min(masked, w.shown)
+	}
+	var show map[*Observation]bool
+	if w.cfg.Image != nil {
+		show = imageKeepers(live, w.cfg.KeepImages, masked)
+	}
+	// prefix[k] is the size of the conversation with the first k steps.
+	prefix := make([]int, len(live)+1)
+	prefix[0] = w.fixed + w.taskTokens()
+	for i, u := range live {
+		prefix[i+1] = prefix[i] + w.unitTokens(u, u.step <= masked)
+		for _, r := range u.results {
+			if show[r] {
+				prefix[i+1] += tokens.ImageTokens
+			}
+		}
+	}
+	// hidden[i] is what the turn adds for units[i]: the outputs the
+	// conversation masks, cut to hiddenOutputBytes, or shorter when that
+	// lets the request take as many steps as a prompt of their own.
+	hidden := make([]string, len(units))
+	extra := make([]int, len(units)+1)
+	base := w.cfg.Meter.Count(w.summaryTurn(units[:1], nil)) + 8
+	fits := func(k, t int) bool { return w.cfg.Meter.Scale(prefix[k]+base+extra[t]) <= w.limit-50 }
+	t := 0
+	for _, n := range []int{hiddenOutputBytes, hiddenOutputBytes / 2} {
+		for i, u := range units {
+			extra[i+1] = extra[i]
+			if u.step <= masked {
+				if hidden[i] = u.hiddenOutputs(n); hidden[i] != "" {
+					extra[i+1] += w.cfg.Meter.Count(hidden[i]) + 2
+				}
+			}
+		}
+		// The most steps one request folds, and no fewer than a prompt
+		// of their own would (more requests would be more condensations,
+		// the later ones with a new first message, so uncached).
+		t = min(len(units), len(live)-1)
+		for t >= need && !fits(t, t) {
+			t--
+		}
+		if t >= max(need, 1) {
+			break
+		}
+	}
+	if t < max(need, 1) {
+		return nil, nil
+	}
+	// Then the longest prefix up to the last request's whole conversation,
+	// which holds all but the newest step: the cache holds the prefixes of
+	// the latest requests.
+	k := len(live) - 1
+	for !fits(k, t) {
+		k--
+	}
+	turn := w.summaryTurn(units[:t], hidden[:t])
+	msgs := w.render(live, masked, 0, 0).Messages[:1+2*k]
+	msgs = append(msgs[:len(msgs):len(msgs)], llm.Message{Role: llm.RoleUser, Text: turn})
+	return &llm.Request{
+		Model:       w.cfg.Model,
+		System:      w.cfg.System,
+		Tools:       w.cfg.Tools,
+		Messages:    msgs,
+		MaxTokens:   w.summaryMax() + 256,
+		NoToolCalls: true,
+	}, units[:t]
+}
+
+// summaryTurn is the last user message of a summary request made in the
+// conversation: units are the steps to fold, hidden the texts of those
+// whose outputs the conversation masks (empty for the others).
+func (w *Window) summaryTurn(units []*unit, hidden []string) string {
+	from, through := 0, 0
+	if len(units) > 0 {
+		from, through = units[0].step, units[len(units)-1].step
+	}
+	prevText := "There is no summary yet: these are the first steps."
+	if prev := w.log.latest; prev != nil {
+		prevText = fmt.Sprintf("Your summary of steps 1 to %d so far is the \"Progress so far\" part of the first message.", prev.ThroughStep)
+	}
+	var shown []string
+	for _, h := range hidden {
+		if h != "" {
+			shown = append(shown, h)
+		}
+	}
+	steps := "(All of their outputs are shown above.)"
+	if len(shown) > 0 {
+		steps = "The outputs hidden above, as recorded (long texts cut):\n" + strings.Join(shown, "\n\n")
+	}
+	return fmt.Sprintf(`Context condensation, not a step of the task: do not call any tool, answer with text only.
+
+Your conversation has grown too long for your context window, so its oldest steps will be replaced by a summary. You will continue the task from the summary and the steps after it, and can search the full record of the old steps with the recall tool, but only when you know what to look for, so name things precisely.
+
+%s
+
+The steps to fold in are steps %d to %d of the conversation above.
+<steps from="%d" to="%d">
+%s
+</steps>
+
+Write your updated memory of steps 1 to %d: one summary that folds these steps into the previous summary. `+summaryKeep, prevText, from, through, from, through, steps, through, w.summaryMax()*3/4)
+}
+
+// apart builds the summary request as a prompt of its own, with the task,
+// the previous summary and the steps rendered for the summarizer.
+func (w *Window) apart(units []*unit) (*llm.Request, []*unit) {
 	prev := w.log.latest
 	limitWords := w.summaryMax() * 3 / 4
 	frame := func(task, steps string, from, through int) string {
@@ -77,12 +265,7 @@ The steps to fold in, as the agent saw them (long texts cut):
 %s
 </steps>
 
-Write the agent's updated memory of steps 1 to %d: one summary that folds these steps into the previous summary. Keep what the agent needs to carry on:
-- the state of the task: what is done, what is in progress, what is left;
-- files created or changed (paths) and what they hold; commands that build, test or run the work;
-- decisions and their reasons; approaches that failed and why;
-- errors still open; exact values it will need later (names, numbers, versions, paths, ids).
-Leave out what no longer matters. At most about %d words, plain text with short sections or bullets. Write only the summary.`, task, prevText, from, through, steps, through, limitWords)
+Write the agent's updated memory of steps 1 to %d: one summary that folds these steps into the previous summary. `+summaryKeep, task, prevText, from, through, steps, through, limitWords)
 	}
 	// The room for steps: the budget less the frame with a short task.
 	task := w.cfg.Task
@@ -108,40 +291,12 @@ Leave out what no longer matters. At most about %d words, plain text with short 
 	}
 	took := units[:len(texts)]
 	from, through := took[0].step, took[len(took)-1].step
-	req := &llm.Request{
+	return &llm.Request{
 		Model:     w.cfg.Model,
 		System:    summarySystem,
 		Messages:  []llm.Message{{Role: llm.RoleUser, Text: frame(task, strings.Join(texts, "\n\n"), from, through)}},
 		MaxTokens: w.summaryMax() + 256,
-	}
-	c := Condensation{Kind: KindSummary, FromStep: from, ThroughStep: through, Budget: w.cfg.Budget, Model: w.cfg.Model, TokensBefore: before}
-	if prev != nil {
-		c.Depth = prev.Depth + 1
-	}
-	resp, err := w.cfg.Complete(ctx, req)
-	switch {
-	case err != nil && ctx.Err() != nil:
-		return 0, ctx.Err()
-	case err != nil:
-		c.Kind, c.Error = KindDigest, drydock.ErrorMessage(err)
-	case strings.TrimSpace(resp.Text) == "":
-		c.Kind, c.Error, c.Usage = KindDigest, "the model answered with no summary", resp.Usage
-	default:
-		c.Summary, c.Usage = strings.TrimSpace(resp.Text), resp.Usage
-		c.Truncated = resp.StopReason == llm.StopMaxTokens
-	}
-	if c.Kind == KindDigest {
-		c.Summary = digest(prev, took, c.Error)
-	}
-	if s := w.clipTokens(c.Summary, w.summaryMax()); s != c.Summary {
-		c.Summary, c.Truncated = s, true
-	}
-	c.TokensAfter = w.estimateAfter(&c)
-	if err := w.cfg.Emit(ctx, drydock.EventCondensation, c); err != nil {
-		return 0, err
-	}
-	w.sync()
-	return len(took), nil
+	}, took
 }
 
 // reset drops every live step but the last without asking the model: the
@@ -193,6 +348,23 @@ func (w *Window) clipTokens(s string, n int) string {
 		size = size * 4 / 5
 	}
 	return strings.ToValidUTF8(s[:min(len(s), max(n, 0))], "")
+}
+
+// hiddenOutputs renders the outputs a masked unit hides, cut to n bytes, for a
+// summary request made in the conversation; empty when it hides none.
+func (u *unit) hiddenOutputs(n int) string {
+	var b strings.Builder
+	for i, c := range u.calls {
+		o := u.results[i]
+		if o == nil || maskOutput(o) == o.Output {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteString("\n")
+		}
+		fmt.Fprintf(&b, "[step %d] %s result: %s", u.step, c.Name, clipText(o.Output, n))
+	}
+	return b.String()
 }
 
 // text4summary renders a unit for the summarizer.

@@ -17,7 +17,13 @@
 // in the first message. Each of those decisions is an event of the log,
 // read back by the Window, so that the prompt is a function of the log and
 // changes at its start only when a condensation happens, which keeps the
-// provider's prompt cache useful. The conversation is only ever cut
+// provider's prompt cache useful. A summary request continues the last
+// prompt (same system prompt, tools and conversation prefix, then a turn
+// asking for the summary, with the outputs masking hid, cut), so that the
+// cache serves it too; the tools are offered but not to be called
+// (llm.Request.NoToolCalls), and a reply that calls one anyway, or a span
+// that does not fit that way, gets a prompt of its own. The conversation
+// is only ever cut
 // between a model turn with its results and the next, so a tool call is
 // never separated from its result.
 package transcript

@@ -70,6 +70,10 @@ type Window struct {
 	fixed int // system prompt and tools, counted
 	task  int // the task message alone, counted
 	limit int // the budget less a margin for counting errors
+	// shown is the step through which the last prompt returned masked
+	// the outputs (-1 before the first): a summary request continues
+	// that prompt, whose prefix the provider has cached.
+	shown int
 	memo  struct {
 		text string
 		n    int
@@ -87,7 +91,7 @@ func NewWindow(cfg Config) *Window {
 	if cfg.Budget <= 0 {
 		cfg.Budget = tokens.DefaultWindow
 	}
-	w := &Window{cfg: cfg}
+	w := &Window{cfg: cfg, shown: -1}
 	w.fixed = tokens.Request(cfg.Meter, &llm.Request{System: cfg.System, Tools: cfg.Tools})
 	w.task = tokens.Message(cfg.Meter, llm.Message{Text: cfg.Task})
 	w.limit = cfg.Budget - max(cfg.Budget/20, 100)
@@ -261,6 +265,7 @@ func (w *Window) mask(ctx context.Context, through, before int) error {
 func (w *Window) view(ctx context.Context) (*Prompt, error) {
 	live := w.log.live()
 	masked := w.log.maskThrough
+	w.shown = masked
 	p := w.render(live, masked, 0, 0)
 	if p.Estimate <= w.limit {
 		return p, nil

@@ -30,7 +30,7 @@ var stepsRange = regexp.MustCompile(`<steps from="(\d+)" to="(\d+)">`)
 func newJob(t testing.TB) *job {
 	j := &job{t: t}
 	j.summarize = func(req *llm.Request) (*llm.Response, error) {
-		m := stepsRange.FindStringSubmatch(req.Messages[0].Text)
+		m := stepsRange.FindStringSubmatch(req.Messages[len(req.Messages)-1].Text)
 		return &llm.Response{Text: fmt.Sprintf("Folded steps %s to %s.", m[1], m[2]), Usage: llm.Usage{InputTokens: 100, OutputTokens: 10}}, nil
 	}
 	return j
@@ -210,11 +210,19 @@ func TestWindowCondensesWhenOverBudget(t *testing.T) {
 	const budget = 6000
 	w := j.window(budget, 20)
 	var prev *transcript.Prompt
+	shared := 0 // summary requests that continue the previous prompt
 	for i := 1; i <= 120; i++ {
-		j.step(i, fmt.Sprintf("step %d says %s", i, strings.Repeat("lorem ipsum dolor sit amet ", 20)))
+		j.step(i, fmt.Sprintf("step %d says %s", i, strings.Repeat("lorem ipsum dolor sit amet ", 40)))
+		asked := len(j.requests)
 		p, err := w.Prompt(t.Context())
 		if err != nil {
 			t.Fatal(err)
+		}
+		if len(j.requests) > asked && prev != nil {
+			r := j.requests[asked]
+			if n := len(r.Messages) - 1; r.NoToolCalls && n <= len(prev.Messages) && cmp.Equal(r.Messages[:n], prev.Messages[:n]) {
+				shared++
+			}
 		}
 		valid(t, p.Messages)
 		if p.Estimate > budget {
@@ -231,6 +239,9 @@ func TestWindowCondensesWhenOverBudget(t *testing.T) {
 	if len(cs) < 3 {
 		t.Fatalf("%d condensations in 120 steps of a 6k budget", len(cs))
 	}
+	if shared == 0 {
+		t.Errorf("no summary request continued the previous prompt (%d condensations)", len(cs))
+	}
 	for k, c := range cs {
 		if c.Kind != transcript.KindSummary || c.Depth != k || c.TokensAfter >= c.TokensBefore || c.Budget != budget {
 			t.Errorf("condensation %d: %+v", k, c)
@@ -242,13 +253,35 @@ func TestWindowCondensesWhenOverBudget(t *testing.T) {
 			t.Errorf("summary %q, want %q", c.Summary, want)
 		}
 	}
-	// Each summary request carried the previous summary (recursion) and
-	// the steps folded.
+	// Each summary request continued the agent's conversation (its system
+	// prompt and tools, the first message with the task and the previous
+	// summary: recursion) with the steps folded, then asked for the
+	// summary without tool calls.
 	last := cs[len(cs)-1]
-	req := j.requests[len(j.requests)-1].Messages[0].Text
-	for _, s := range []string{cs[len(cs)-2].Summary, "Build the thing.", fmt.Sprintf("[step %d]", last.ThroughStep), "call bash {\"command\":\"run"} {
-		if !strings.Contains(req, s) {
+	r := j.requests[len(j.requests)-1]
+	if r.System != "You are an agent." || !cmp.Equal(r.Tools, tools) || !r.NoToolCalls {
+		t.Errorf("the last summary request is not made in the conversation: system %q, %d tools, no tool calls %v", r.System, len(r.Tools), r.NoToolCalls)
+	}
+	valid(t, r.Messages[:len(r.Messages)-1])
+	var req strings.Builder
+	for _, m := range r.Messages {
+		req.WriteString(m.Text + "\n")
+	}
+	for _, s := range []string{cs[len(cs)-2].Summary, "Build the thing.", fmt.Sprintf("Step %d.", last.FromStep), fmt.Sprintf("Step %d.", last.ThroughStep), fmt.Sprintf(`<steps from="%d" to="%d">`, last.FromStep, last.ThroughStep)} {
+		if !strings.Contains(req.String(), s) {
 			t.Errorf("the last summary request lacks %q", s)
+		}
+	}
+	// Every output folded is in it: in the conversation, or in the last
+	// turn where the conversation masks it.
+	for _, m := range r.Messages {
+		for _, tr := range m.ToolResults {
+			req.WriteString(tr.Output + "\n")
+		}
+	}
+	for k := last.FromStep; k <= last.ThroughStep; k++ {
+		if !strings.Contains(req.String(), fmt.Sprintf("step %d says lorem", k)) {
+			t.Errorf("the last summary request lacks the output of step %d", k)
 		}
 	}
 	// The prompt: the task with the latest summary, then the steps after it.
@@ -270,6 +303,46 @@ func TestWindowCondensesWhenOverBudget(t *testing.T) {
 	}
 	if diff := cmp.Diff(prev.Messages, again.Messages); diff != "" {
 		t.Errorf("resumed prompt differs (-before +after):\n%s", diff)
+	}
+}
+
+// A model that calls a tool in a summary request made in the conversation
+// (Anthropic's cannot be forbidden to without losing the cache) gets a
+// prompt of its own, without tools.
+func TestWindowSummarizesApartWhenTheModelCallsATool(t *testing.T) {
+	t.Parallel()
+	j := newJob(t)
+	j.summarize = func(req *llm.Request) (*llm.Response, error) {
+		if len(req.Tools) > 0 {
+			return &llm.Response{Text: "Let me look.", ToolCalls: []llm.ToolCall{{ID: "x", Name: "bash", Input: json.RawMessage(`{"command":"ls"}`)}}, StopReason: llm.StopToolUse}, nil
+		}
+		m := stepsRange.FindStringSubmatch(req.Messages[0].Text)
+		return &llm.Response{Text: fmt.Sprintf("Folded steps %s to %s.", m[1], m[2])}, nil
+	}
+	w := j.window(6000, 20)
+	for i := 1; i <= 60; i++ {
+		j.step(i, fmt.Sprintf("step %d says %s", i, strings.Repeat("lorem ipsum dolor sit amet ", 40)))
+		if _, err := w.Prompt(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cs := j.condensations()
+	if len(cs) == 0 {
+		t.Fatal("no condensation")
+	}
+	inConv := 0
+	for _, r := range j.requests {
+		if r.NoToolCalls {
+			inConv++
+		}
+	}
+	if inConv != len(cs) || len(j.requests) != 2*len(cs) {
+		t.Errorf("%d requests (%d in the conversation) for %d condensations; want each tried in the conversation, then apart", len(j.requests), inConv, len(cs))
+	}
+	for _, c := range cs {
+		if c.Kind != transcript.KindSummary || c.Summary != fmt.Sprintf("Folded steps %d to %d.", c.FromStep, c.ThroughStep) {
+			t.Errorf("condensation %+v", c)
+		}
 	}
 }
 

@@ -145,6 +145,10 @@ func buildParams(req *llm.Request) (sdk.MessageNewParams, error) {
 		}
 		params.Tools = append(params.Tools, sdk.ToolUnionParam{OfTool: &tool})
 	}
+	// req.NoToolCalls sets no tool_choice: a tool_choice other than the
+	// steps' (auto) invalidates the cached message blocks, which are what
+	// such a request is built to reuse. The caller handles a reply that
+	// calls a tool anyway.
 	return params, nil
 }
 

@@ -26,7 +26,7 @@ func TestConformance(t *testing.T) {
 
 func TestPromptCaching(t *testing.T) {
 	t.Parallel()
-	srv := llmtest.NewServer(t, llmtest.Options{Turns: []llmtest.Turn{{Text: "ok"}, {Text: "ok"}}})
+	srv := llmtest.NewServer(t, llmtest.Options{Turns: []llmtest.Turn{{Text: "ok"}, {Text: "ok"}, {Text: "ok"}}})
 	p, err := anthropic.New(anthropic.Config{APIKey: llmtest.TestKey, BaseURL: srv.AnthropicBaseURL()})
 	if err != nil {
 		t.Fatal(err)
@@ -49,6 +49,14 @@ func TestPromptCaching(t *testing.T) {
 	// The system prompt, plus the last one or two user turns.
 	if reqs[0].CacheBreakpoints != 2 || reqs[1].CacheBreakpoints != 3 {
 		t.Errorf("cache breakpoints %d and %d; want 2 and 3", reqs[0].CacheBreakpoints, reqs[1].CacheBreakpoints)
+	}
+	// NoToolCalls sets no tool_choice: changing it would invalidate the
+	// cached messages.
+	if _, err := p.Complete(t.Context(), &llm.Request{Model: "claude-sonnet-4-5", System: "sys", Tools: tools, Messages: long, NoToolCalls: true}); err != nil {
+		t.Fatal(err)
+	}
+	if r := srv.Requests()[2]; len(r.Tools) != 1 || strings.Contains(string(r.Body), "tool_choice") {
+		t.Errorf("NoToolCalls: %d tools, body %s; want the tools and no tool_choice", len(r.Tools), r.Body)
 	}
 	if reqs[0].MaxTokens != anthropic.DefaultMaxTokens {
 		t.Errorf("max_tokens %d; want the default %d", reqs[0].MaxTokens, anthropic.DefaultMaxTokens)

@@ -23,12 +23,13 @@ func (openaiAPI) credential(h http.Header) string {
 }
 
 type oaRequest struct {
-	Model               string      `json:"model"`
-	Messages            []oaMessage `json:"messages"`
-	Tools               []oaTool    `json:"tools"`
-	MaxCompletionTokens int         `json:"max_completion_tokens"`
-	MaxTokens           int         `json:"max_tokens"`
-	Stream              bool        `json:"stream"`
+	Model               string          `json:"model"`
+	Messages            []oaMessage     `json:"messages"`
+	Tools               []oaTool        `json:"tools"`
+	MaxCompletionTokens int             `json:"max_completion_tokens"`
+	MaxTokens           int             `json:"max_tokens"`
+	Stream              bool            `json:"stream"`
+	ToolChoice          json.RawMessage `json:"tool_choice"`
 }
 
 type oaMessage struct {
@@ -75,6 +76,7 @@ func (openaiAPI) decode(body []byte, req *Request) {
 	bad := func(format string, args ...any) { req.Problems = append(req.Problems, fmt.Sprintf(format, args...)) }
 	req.Model = in.Model
 	req.MaxTokens = max(in.MaxCompletionTokens, in.MaxTokens)
+	req.ToolChoice = string(in.ToolChoice)
 	if in.Model == "" {
 		bad("model is required")
 	}

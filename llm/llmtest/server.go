@@ -99,8 +99,11 @@ type Request struct {
 	Credential string // the API key or token it carried
 	// CacheBreakpoints counts cache_control marks (Anthropic).
 	CacheBreakpoints int
-	Header           http.Header // without the credential headers
-	Body             []byte
+	// ToolChoice is the request's tool_choice as sent (JSON), if any
+	// (OpenAI).
+	ToolChoice string
+	Header     http.Header // without the credential headers
+	Body       []byte
 	// Problems lists how the request broke the API's rules; the server
 	// answered it with 400.
 	Problems []string

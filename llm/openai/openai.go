@@ -155,6 +155,11 @@ func buildParams(req *llm.Request) (sdk.ChatCompletionNewParams, error) {
 			Parameters:  shared.FunctionParameters(schema),
 		}))
 	}
+	if req.NoToolCalls && len(params.Tools) > 0 {
+		// The tools stay in the prompt for the prefix cache, which keys on
+		// the prompt: tool_choice only constrains the reply.
+		params.ToolChoice = sdk.ChatCompletionToolChoiceOptionUnionParam{OfAuto: sdk.String(string(sdk.ChatCompletionToolChoiceOptionAutoNone))}
+	}
 	return params, nil
 }
 

@@ -51,3 +51,28 @@ func TestEnvironmentBaseURLWithoutKey(t *testing.T) {
 		t.Errorf("sent credential %q; want none", c)
 	}
 }
+
+// NoToolCalls keeps the tools in the prompt (the prefix cache keys on it)
+// and forbids calls with tool_choice.
+func TestNoToolCalls(t *testing.T) {
+	t.Parallel()
+	srv := llmtest.NewServer(t, llmtest.Options{Turns: []llmtest.Turn{{Text: "ok"}, {Text: "ok"}}})
+	p, err := openai.New(openai.Config{APIKey: llmtest.TestKey, BaseURL: srv.OpenAIBaseURL()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tools := []llm.Tool{{Name: "bash", InputSchema: []byte(`{"type":"object","properties":{"command":{"type":"string"}}}`)}}
+	for _, no := range []bool{false, true} {
+		req := &llm.Request{Model: "gpt-4.1", System: "sys", Tools: tools, Messages: []llm.Message{{Role: llm.RoleUser, Text: "hi"}}, NoToolCalls: no}
+		if _, err := p.Complete(t.Context(), req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reqs := srv.Requests()
+	if reqs[0].ToolChoice != "" || reqs[1].ToolChoice != `"none"` {
+		t.Errorf("tool_choice %q and %q; want none only with NoToolCalls", reqs[0].ToolChoice, reqs[1].ToolChoice)
+	}
+	if len(reqs[1].Tools) != 1 {
+		t.Errorf("the tools were not sent with NoToolCalls")
+	}
+}
