@@ -14,4 +14,10 @@
 // orchestrator restart) finds a sandbox and its token again, and that a
 // failed create leaves nothing behind. It talks to toolboxd with a minimal
 // GET /v1/health of its own, so it depends on no toolbox package.
+//
+// ProbeScript and CheckProbe are the isolation probe the runtimes' tests run
+// inside a sandbox through toolboxd (runtime/docker's TestProbeFromInside,
+// runtime/kubernetes's TestRealNodeProbeFromInside): the checks are the
+// same for every runtime, and ProbeOptions names what a runtime's sandboxes
+// are made of (volumes, what it binds in, what pid 1 is).
 package runtimetest
