@@ -220,10 +220,14 @@ func (r *Runtime) pod(id, image string, spec drydock.SandboxSpec, res drydock.Re
 	return &corev1.Pod{
 		ObjectMeta: objectMeta(id, r.namespace, domain),
 		Spec: corev1.PodSpec{
-			RestartPolicy:                 corev1.RestartPolicyNever,
-			RuntimeClassName:              runtimeClass,
-			AutomountServiceAccountToken:  &no,
-			EnableServiceLinks:            &no,
+			RestartPolicy:                corev1.RestartPolicyNever,
+			RuntimeClassName:             runtimeClass,
+			AutomountServiceAccountToken: &no,
+			EnableServiceLinks:           &no,
+			// The pause container becomes PID 1 and reaps orphans; with
+			// toolboxd as PID 1 every orphan of the agent's commands stayed
+			// a zombie, holding a pid against the node's podPidsLimit.
+			ShareProcessNamespace:         &yes,
 			Hostname:                      "sandbox",
 			TerminationGracePeriodSeconds: &grace,
 			SecurityContext: &corev1.PodSecurityContext{

@@ -93,6 +93,7 @@ func TestObjects(t *testing.T) {
 		RuntimeClassName:              ptr("gvisor"),
 		AutomountServiceAccountToken:  ptr(false),
 		EnableServiceLinks:            ptr(false),
+		ShareProcessNamespace:         ptr(true),
 		Hostname:                      "sandbox",
 		TerminationGracePeriodSeconds: ptr(int64(12)),
 		SecurityContext: &corev1.PodSecurityContext{
