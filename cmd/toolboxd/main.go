@@ -56,6 +56,10 @@ const (
 	envLogLevel   = "TOOLBOXD_LOG_LEVEL"
 	envVNCPass    = "TOOLBOXD_VNC_PASSWORD"
 	envServices   = "TOOLBOXD_SERVICES"
+	// envRuntimeDir holds the kernel's and the desktop's sockets and files
+	// (default $TMPDIR/drydock). One toolboxd runs per sandbox; tests that
+	// run several in one process give each its own.
+	envRuntimeDir = "TOOLBOXD_RUNTIME_DIR"
 )
 
 // shutdownGrace bounds how long requests in flight (a long command) may
@@ -163,7 +167,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	switch *withServices {
 	case "none":
 	case "auto":
-		dsvc, d, k := services(ctx, drydock.Profile(*profile), *workspace, vncPassword, logger)
+		dsvc, d, k := services(ctx, drydock.Profile(*profile), *workspace, envOr(envRuntimeDir, filepath.Join(os.TempDir(), "drydock")), vncPassword, logger)
 		defer k.Close()
 		cfg.Code = codeService{k}
 		cfg.Jupyter = jupyterService{k}

@@ -6,6 +6,7 @@ import (
 	"context"
 	"debug/elf"
 	"encoding/json"
+	"maps"
 	"net"
 	"os"
 	"os/exec"
@@ -45,6 +46,15 @@ func envFunc(m map[string]string) func(string) string {
 // logged and a function that stops it and returns run's error.
 func start(t *testing.T, args []string, env map[string]string) (drydock.Endpoint, *syncBuffer, func() error) {
 	t.Helper()
+	// Several daemons run in this process at once: each gets its own
+	// runtime directory, as each sandbox has its own /tmp.
+	if _, ok := env[envRuntimeDir]; !ok {
+		env = maps.Clone(env)
+		if env == nil {
+			env = map[string]string{}
+		}
+		env[envRuntimeDir] = t.TempDir()
+	}
 	ctx, cancel := context.WithCancel(t.Context())
 	logs := &syncBuffer{}
 	done := make(chan error, 1)

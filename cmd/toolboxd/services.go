@@ -185,8 +185,7 @@ func (s jupyterService) Token() string { return s.k.ServerToken() }
 // desktop for the desktop profile. Both supervise their processes in the
 // background, so the shell and files are usable at once and readiness
 // reports the rest as it comes up.
-func services(ctx context.Context, profile drydock.Profile, workspace, vncPassword string, log *slog.Logger) (desktopService, *desktop.Desktop, *kernel.Kernel) {
-	runtimeDir := filepath.Join(os.TempDir(), "drydock")
+func services(ctx context.Context, profile drydock.Profile, workspace, runtimeDir, vncPassword string, log *slog.Logger) (desktopService, *desktop.Desktop, *kernel.Kernel) {
 	_ = os.MkdirAll(runtimeDir, 0o700)
 	home, _ := os.UserHomeDir()
 	env := []string{"HOME=" + home}
