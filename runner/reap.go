@@ -23,93 +23,57 @@ import (
 // sharing one engine never reap each other's sandboxes, and so do other
 // nodes' warm sandboxes, which their pools own.
 func (r *Runner) Reap(ctx context.Context) (int, error) {
-	n, err := r.reapOwn(ctx)
-	if err != nil {
-		return n, err
-	}
-	m, err := r.reapOrphans(ctx)
-	return n + m, err
-}
-
-// reapOrphans is Reap's pass over other nodes' sandboxes.
-func (r *Runner) reapOrphans(ctx context.Context) (int, error) {
 	sbs, err := r.deps.Runtime.List(ctx, map[string]string{drydock.LabelManaged: "true"})
 	if err != nil {
 		return 0, err
 	}
 	n := 0
 	for _, sb := range sbs {
-		if sb.Labels[drydock.LabelServer] == r.cfg.NodeID {
-			continue // reapOwn's
-		}
-		if _, warm := pool.Unclaimed(sb); warm {
-			continue
-		}
-		jobID := sb.Labels[drydock.LabelJob]
-		job, err := r.deps.Store.GetJob(ctx, jobID)
-		if err != nil {
-			if drydock.ErrorCode(err) != drydock.ENOTFOUND {
-				r.log.Warn("reaper: look up job", "job_id", jobID, "err", err)
-			}
-			continue
-		}
-		if !job.Status.Terminal() || job.FinishedAt == nil || time.Since(*job.FinishedAt) < r.cfg.OrphanGrace {
+		why := r.reapable(ctx, sb)
+		if why == "" {
 			continue
 		}
 		if err := r.deps.Runtime.Destroy(ctx, sb.ID); err != nil {
-			r.log.Warn("reaper: destroy orphaned sandbox", "sandbox_id", sb.ID, "job_id", jobID, "err", err)
+			r.log.Warn("reaper: destroy sandbox", "sandbox_id", sb.ID, "job_id", sb.Labels[drydock.LabelJob], "err", err)
 			continue
 		}
-		r.log.Info("reaped the sandbox of a finished job whose server is gone", "sandbox_id", sb.ID, "job_id", jobID,
-			"server", sb.Labels[drydock.LabelServer], "finished_at", job.FinishedAt)
+		r.log.Info("reaped a sandbox: "+why, "sandbox_id", sb.ID, "job_id", sb.Labels[drydock.LabelJob], "server", sb.Labels[drydock.LabelServer])
 		n++
 	}
 	return n, nil
 }
 
-// reapOwn is Reap's pass over this node's sandboxes.
-func (r *Runner) reapOwn(ctx context.Context) (int, error) {
-	sbs, err := r.deps.Runtime.List(ctx, map[string]string{
-		drydock.LabelManaged: "true",
-		drydock.LabelServer:  r.cfg.NodeID,
-	})
-	if err != nil {
-		return 0, err
+// reapable says why sb is to be destroyed, or "" to keep it.
+func (r *Runner) reapable(ctx context.Context, sb *drydock.Sandbox) string {
+	own := sb.Labels[drydock.LabelServer] == r.cfg.NodeID
+	if owner, warm := pool.Unclaimed(sb); warm {
+		// The pool running here owns its warm sandboxes, other nodes'
+		// pools theirs; those of a previous process of this node are
+		// nobody's.
+		if !own || (r.deps.Pool != nil && owner == r.deps.Pool.Owner()) {
+			return ""
+		}
+		return "a warm sandbox left by a previous process"
 	}
-	n := 0
-	for _, sb := range sbs {
-		if owner, warm := pool.Unclaimed(sb); warm {
-			// The pool running here owns its warm sandboxes; those of a
-			// previous process of this node are nobody's.
-			if r.deps.Pool != nil && owner == r.deps.Pool.Owner() {
-				continue
-			}
-			if err := r.deps.Runtime.Destroy(ctx, sb.ID); err != nil {
-				r.log.Warn("reaper: destroy stale warm sandbox", "sandbox_id", sb.ID, "err", err)
-				continue
-			}
-			r.log.Info("reaped a warm sandbox left by a previous process", "sandbox_id", sb.ID)
-			n++
-			continue
-		}
-		// A claimed warm sandbox reports its job like any other.
-		jobID := sb.Labels[drydock.LabelJob]
-		job, err := r.deps.Store.GetJob(ctx, jobID)
-		switch {
-		case err == nil && !job.Status.Terminal():
-			continue
-		case err != nil && drydock.ErrorCode(err) != drydock.ENOTFOUND:
-			r.log.Warn("reaper: look up job", "job_id", jobID, "err", err)
-			continue
-		}
-		if err := r.deps.Runtime.Destroy(ctx, sb.ID); err != nil {
-			r.log.Warn("reaper: destroy sandbox", "sandbox_id", sb.ID, "job_id", jobID, "err", err)
-			continue
-		}
-		r.log.Info("reaped sandbox of a finished or unknown job", "sandbox_id", sb.ID, "job_id", jobID)
-		n++
+	// A claimed warm sandbox reports its job like any other.
+	jobID := sb.Labels[drydock.LabelJob]
+	job, err := r.deps.Store.GetJob(ctx, jobID)
+	switch {
+	case err != nil && drydock.ErrorCode(err) != drydock.ENOTFOUND:
+		r.log.Warn("reaper: look up job", "job_id", jobID, "err", err)
+		return ""
+	case err != nil && own:
+		return "its job is unknown"
+	case err != nil:
+		return "" // another store's job, on a shared engine
+	case !job.Status.Terminal():
+		return ""
+	case own:
+		return "its job is finished"
+	case job.FinishedAt != nil && time.Since(*job.FinishedAt) >= r.cfg.OrphanGrace:
+		return "its job finished and its server is gone"
 	}
-	return n, nil
+	return ""
 }
 
 // reapLoop runs Reap at start and then every interval until ctx ends.
