@@ -48,6 +48,7 @@ func (r *Runner) execute(ctx context.Context, cancel context.CancelCauseFunc, jo
 	// open them fails the job without starting one.
 	runErr := r.openSecrets(job)
 	if runErr == nil {
+		emit.values = maskValues(job)
 		sb, runErr = r.sandbox(ctx, job, log)
 	}
 	if runErr == nil {
@@ -331,12 +332,16 @@ type emitter struct {
 	store drydock.Store
 	job   *drydock.Job
 	log   *slog.Logger
+	// values are maskValues of the job, set once its secrets are open
+	// (events before that cannot hold them), so that each event does not
+	// derive them again.
+	values []string
 }
 
 func (e *emitter) Emit(ctx context.Context, typ drydock.EventType, data any) error {
 	ev := drydock.NewEvent(e.job.ID, typ, data)
-	if len(e.job.Secrets) > 0 {
-		if m := mask(e.job, string(ev.Data)); m != string(ev.Data) {
+	if len(e.values) > 0 {
+		if m := secretbox.MaskString(string(ev.Data), e.values); m != string(ev.Data) {
 			ev.Data = []byte(m)
 			if !json.Valid(ev.Data) {
 				// A value that spans JSON's own syntax: keep nothing.

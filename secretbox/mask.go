@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"strings"
 )
 
 // Mask is the byte that replaces each byte of a secret value.
@@ -50,6 +51,17 @@ func (m *matcher) mark(b []byte, marks []bool) {
 // MaskString returns s with every occurrence of each value replaced by as
 // many Mask bytes as it has.
 func MaskString(s string, values []string) string {
+	// Most texts hold no value: answer those without copying them.
+	found := false
+	for _, v := range values {
+		if v != "" && strings.Contains(s, v) {
+			found = true
+			break
+		}
+	}
+	if !found {
+		return s
+	}
 	m := newMatcher(values)
 	if m.longest == 0 || len(s) == 0 {
 		return s
