@@ -197,7 +197,7 @@ func (g *Gateway) handle(c net.Conn) {
 		return
 	}
 	c.SetReadDeadline(time.Time{})
-	g.handOff(who.job, &helloConn{Conn: c, r: r})
+	g.handOff(who.job, c, r)
 }
 
 // identify answers from the cache unless force, else asks Identify;
@@ -236,8 +236,9 @@ func (g *Gateway) identify(ctx context.Context, id string, force bool) (identity
 	return who, true
 }
 
-// handOff gives c to the job's session, opening one when there is none.
-func (g *Gateway) handOff(job string, c net.Conn) {
+// handOff gives c, whose bytes after the hello start in r, to the job's
+// session, opening one when there is none.
+func (g *Gateway) handOff(job string, c net.Conn, r *bufio.Reader) {
 	g.mu.Lock()
 	if g.closed {
 		g.mu.Unlock()
@@ -252,7 +253,7 @@ func (g *Gateway) handOff(job string, c net.Conn) {
 	}
 	gs.active++
 	g.mu.Unlock()
-	cc := &countedConn{Conn: c, done: func() {
+	cc := &gatewayConn{Conn: c, r: r, done: func() {
 		g.mu.Lock()
 		if gs.active--; gs.active == 0 {
 			gs.since = time.Now()
@@ -330,41 +331,26 @@ func refuseConn(c net.Conn, status int, msg string) {
 	c.Close()
 }
 
-// helloConn reads what the hello's reader already buffered first.
-type helloConn struct {
+// gatewayConn is a connection handed to a session: it reads what the
+// hello's reader already buffered first, and reports its first Close, for
+// the session's idle count.
+type gatewayConn struct {
 	net.Conn
-	r *bufio.Reader
-}
-
-func (c *helloConn) Read(b []byte) (int, error) { return c.r.Read(b) }
-
-// CloseWrite passes a half-close on to the forwarder.
-func (c *helloConn) CloseWrite() error {
-	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
-		return cw.CloseWrite()
-	}
-	return errors.ErrUnsupported
-}
-
-// countedConn reports its first Close, for the session's idle count.
-type countedConn struct {
-	net.Conn
+	r    *bufio.Reader
 	done func()
 	once sync.Once
 }
 
-func (c *countedConn) Close() error {
+func (c *gatewayConn) Read(b []byte) (int, error) { return c.r.Read(b) }
+
+func (c *gatewayConn) Close() error {
 	err := c.Conn.Close()
 	c.once.Do(c.done)
 	return err
 }
 
-func (c *countedConn) CloseWrite() error {
-	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
-		return cw.CloseWrite()
-	}
-	return errors.ErrUnsupported
-}
+// CloseWrite passes a half-close on to the forwarder.
+func (c *gatewayConn) CloseWrite() error { return closeWrite(c.Conn) }
 
 // connListener is a net.Listener fed by the gateway rather than by a
 // socket, so that a session serves the gateway's connections as it

@@ -697,8 +697,11 @@ type slotConn struct {
 }
 
 // CloseWrite passes a half-close on to the sandbox's side of a tunnel.
-func (c *slotConn) CloseWrite() error {
-	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+func (c *slotConn) CloseWrite() error { return closeWrite(c.Conn) }
+
+// closeWrite half-closes c when its kind of connection can.
+func closeWrite(c net.Conn) error {
+	if cw, ok := c.(interface{ CloseWrite() error }); ok {
 		return cw.CloseWrite()
 	}
 	return errors.ErrUnsupported
