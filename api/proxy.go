@@ -534,17 +534,29 @@ type jupyterStartRequest struct {
 	BaseURL string `json:"base_url"`
 }
 
+// startJupyter asks toolboxd to start Jupyter. A job's link is handed out
+// as soon as its sandbox exists, which can be before toolboxd listens, so a
+// request that reaches no daemon is tried again until ctx ends.
 func startJupyter(ctx context.Context, tb *toolbox.Client, token, base string) error {
 	body, _ := json.Marshal(jupyterStartRequest{BaseURL: base})
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, tb.BaseURL()+"/v1/jupyter/start", bytes.NewReader(body))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Authorization", "Bearer "+token)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := (&http.Client{Transport: tb.Transport()}).Do(req)
-	if err != nil {
-		return fmt.Errorf("%w: %w", drydock.Errorf(drydock.EUNAVAILABLE, "the job's sandbox does not answer"), err)
+	hc := &http.Client{Transport: tb.Transport()}
+	var resp *http.Response
+	for wait := 20 * time.Millisecond; ; wait = min(wait*2, time.Second) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, tb.BaseURL()+"/v1/jupyter/start", bytes.NewReader(body))
+		if err != nil {
+			return err
+		}
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err = hc.Do(req)
+		if err == nil {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w: %w", drydock.Errorf(drydock.EUNAVAILABLE, "the job's sandbox does not answer"), err)
+		case <-time.After(wait):
+		}
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode < 300 {

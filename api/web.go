@@ -365,8 +365,15 @@ func (s *Server) liveError(w http.ResponseWriter, r *http.Request, err error) {
 	h.Set("Content-Type", "text/html; charset=utf-8")
 	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'")
 	h.Set("Cache-Control", "no-store")
+	// Unavailable is passing (a sandbox starting or restarting): the page
+	// tries again by itself rather than leave the person on an error.
+	refresh := ""
+	if status == http.StatusServiceUnavailable {
+		h.Set("Retry-After", "5")
+		refresh = `<meta http-equiv="refresh" content="5">`
+	}
 	w.WriteHeader(status)
-	fmt.Fprintf(w, `<!doctype html><html lang="en"><meta charset="utf-8"><title>Drydock: %s</title>`+
+	fmt.Fprintf(w, `<!doctype html><html lang="en"><meta charset="utf-8">`+refresh+`<title>Drydock: %s</title>`+
 		`<body style="font:16px system-ui,sans-serif;max-width:40em;margin:3em auto;padding:0 1em">`+
 		`<h1>%s</h1><p>%s</p><p><a href="/">Drydock jobs</a></p></body></html>`,
 		html.EscapeString(http.StatusText(status)), html.EscapeString(http.StatusText(status)), html.EscapeString(msg))

@@ -461,6 +461,14 @@ type jupyterSeen struct {
 
 func startJupyterStandIn(t testing.TB) *jupyterStandIn {
 	t.Helper()
+	j := newJupyterStandIn(t)
+	j.listen(t)
+	return j
+}
+
+// newJupyterStandIn makes a stand-in that does not listen yet.
+func newJupyterStandIn(t testing.TB) *jupyterStandIn {
+	t.Helper()
 	dir, err := os.MkdirTemp("", "ddjup")
 	if err != nil {
 		t.Fatal(err)
@@ -468,6 +476,11 @@ func startJupyterStandIn(t testing.TB) *jupyterStandIn {
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	j := &jupyterStandIn{sock: filepath.Join(dir, "tb.sock"), token: "tb-jupyter", release: make(chan struct{})}
 	close(j.release)
+	return j
+}
+
+func (j *jupyterStandIn) listen(t testing.TB) {
+	t.Helper()
 	ln, err := net.Listen("unix", j.sock)
 	if err != nil {
 		t.Fatal(err)
@@ -475,7 +488,6 @@ func startJupyterStandIn(t testing.TB) *jupyterStandIn {
 	hs := &http.Server{Handler: j}
 	go hs.Serve(ln)
 	t.Cleanup(func() { hs.Close() })
-	return j
 }
 
 func (j *jupyterStandIn) sandbox(id string) *drydock.Sandbox {
@@ -688,5 +700,41 @@ func TestJupyterProxyWithoutToolboxSupport(t *testing.T) {
 	resp, data := b.get(t, "/jobs/"+j.ID+"/jupyter/api", b.alice)
 	if resp.StatusCode != 501 || errorCode(t, data) != drydock.ENOTIMPLEMENTED {
 		t.Errorf("no jupyter in toolboxd: %d %s", resp.StatusCode, data)
+	}
+}
+
+// A job's link comes as soon as its sandbox exists, which can be before
+// toolboxd listens: the start waits for the daemon instead of failing, and
+// a page asked for meanwhile reloads itself.
+func TestJupyterWaitsForToolboxdToListen(t *testing.T) {
+	t.Parallel()
+	b := setupLive(t, false, nil)
+	jup := newJupyterStandIn(t)
+	j := b.runningJob(t, b.alice, `{"task": "x"}`, jup.sandbox("sb-late"))
+	base := "/jobs/" + j.ID + "/jupyter/"
+
+	req, _ := http.NewRequest("GET", b.url+base+"tree", nil)
+	req.Header.Set("Authorization", "Bearer "+b.alice)
+	req.Header.Set("Accept", "text/html")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 503 || !strings.Contains(string(page), `http-equiv="refresh"`) {
+		t.Fatalf("page before toolboxd listens: %d %s", resp.StatusCode, page)
+	}
+
+	time.Sleep(300 * time.Millisecond)
+	jup.listen(t)
+	resp, data := b.get(t, base+"api/status", b.alice)
+	if resp.StatusCode != 200 {
+		t.Fatalf("once toolboxd listens: %d %s", resp.StatusCode, data)
+	}
+	jup.mu.Lock()
+	defer jup.mu.Unlock()
+	if diff := cmp.Diff([]string{base}, jup.starts); diff != "" {
+		t.Errorf("starts (-want +got):\n%s", diff)
 	}
 }
