@@ -76,6 +76,13 @@ func (r *Runner) reapable(ctx context.Context, sb *drydock.Sandbox) string {
 	return ""
 }
 
+// stateDirPruner is a runtime that keeps host-side state per sandbox (the
+// Docker runtime's state directories), which a container removed behind its
+// back leaves; the reaper's round sweeps it.
+type stateDirPruner interface {
+	PruneStateDirs(ctx context.Context) (int, error)
+}
+
 // reapLoop runs Reap at start and then every interval until ctx ends.
 func (r *Runner) reapLoop(ctx context.Context) {
 	t := time.NewTicker(r.cfg.ReapInterval)
@@ -83,6 +90,11 @@ func (r *Runner) reapLoop(ctx context.Context) {
 	for {
 		if _, err := r.Reap(ctx); err != nil && ctx.Err() == nil {
 			r.log.Warn("reaper pass failed", "err", err)
+		}
+		if p, ok := r.deps.Runtime.(stateDirPruner); ok {
+			if _, err := p.PruneStateDirs(ctx); err != nil && ctx.Err() == nil {
+				r.log.Warn("prune orphan sandbox state", "err", err)
+			}
 		}
 		// The store's expired idempotency keys go on the same round (any
 		// replica may purge them; a purge skips what another one holds).

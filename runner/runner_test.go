@@ -277,3 +277,29 @@ func TestReaperRemovesOnlyFinishedOrUnknown(t *testing.T) {
 	}
 	check(map[*drydock.Sandbox]bool{keepRunning: true, otherServer: true, doneElsewhere: false, runningElsewhere: true})
 }
+
+// pruningRuntime counts the reaper's sweeps of host-side sandbox state.
+type pruningRuntime struct {
+	drydock.Runtime
+	sweeps atomic.Int32
+}
+
+func (p *pruningRuntime) PruneStateDirs(context.Context) (int, error) {
+	p.sweeps.Add(1)
+	return 0, nil
+}
+
+// A runtime that keeps state beside its containers has it swept on every
+// reaper round.
+func TestReaperSweepsRuntimeState(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	rt := &pruningRuntime{Runtime: b.deps.Runtime}
+	b.deps.Runtime = rt
+	b.start(t, runner.Config{NodeID: "n", ReapInterval: 10 * time.Millisecond})
+	for deadline := time.Now().Add(10 * time.Second); rt.sweeps.Load() < 3; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d sweeps in 10 s at a 10 ms interval", rt.sweeps.Load())
+		}
+	}
+}

@@ -380,6 +380,9 @@ func (r *Runtime) makeStateDir(dir string, sec secrets) error {
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		return fmt.Errorf("create sandbox dir: %w", err)
 	}
+	if err := os.WriteFile(filepath.Join(dir, engineFile), []byte(r.cli.DaemonHost()), 0o600); err != nil {
+		return fmt.Errorf("write engine file: %w", err)
+	}
 	sock := filepath.Join(dir, "toolbox")
 	if err := os.Mkdir(sock, 0o777); err != nil {
 		return fmt.Errorf("create socket dir: %w", err)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"slices"
 	"testing"
 	"time"
 
@@ -15,57 +14,67 @@ import (
 	"github.com/drydockhq/drydock"
 )
 
-func TestReap(t *testing.T) {
+// The state directories of containers removed behind the runtime's back
+// are swept; those of live containers, of a Create in progress and of
+// another engine's sandboxes in a shared state directory stay.
+func TestPruneStateDirs(t *testing.T) {
 	t.Parallel()
 	forEngine(t, func(t *testing.T, s setup) {
 		rt := s.newRuntime(t)
-		create := func(job string) *drydock.Sandbox {
-			sb, err := rt.Create(t.Context(), drydock.SandboxSpec{JobID: job, Image: s.image})
+		create := func() *drydock.Sandbox {
+			sb, err := rt.Create(t.Context(), drydock.SandboxSpec{JobID: "prune-" + drydock.RandomHex(4), Image: s.image})
 			if err != nil {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { rt.Destroy(context.Background(), sb.ID) })
 			return sb
 		}
-		live := create("reap-live-" + drydock.RandomHex(4))
-		done := create("reap-done-" + drydock.RandomHex(4))
-
-		// Directories of sandboxes whose container vanished (an engine wiped
-		// under us): an old one is reaped, a fresh one may be a Create in
-		// progress and stays.
-		oldOrphan := filepath.Join(rt.stateDir, "drydock-"+drydock.RandomHex(8))
-		newOrphan := filepath.Join(rt.stateDir, "drydock-"+drydock.RandomHex(8))
-		for _, d := range []string{oldOrphan, newOrphan} {
+		live := create()
+		removed := create()
+		if _, err := rt.cli.ContainerRemove(t.Context(), removed.ID, client.ContainerRemoveOptions{Force: true}); err != nil {
+			t.Fatal(err)
+		}
+		fresh := create()
+		if _, err := rt.cli.ContainerRemove(t.Context(), fresh.ID, client.ContainerRemoveOptions{Force: true}); err != nil {
+			t.Fatal(err)
+		}
+		orphan := func(engine string) string {
+			d := filepath.Join(rt.stateDir, "drydock-"+drydock.RandomHex(8))
 			if err := os.MkdirAll(filepath.Join(d, "toolbox"), 0o700); err != nil {
 				t.Fatal(err)
 			}
+			t.Cleanup(func() { os.RemoveAll(d) })
+			if engine != "" {
+				if err := os.WriteFile(filepath.Join(d, engineFile), []byte(engine), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			return d
 		}
+		otherEngine := orphan("unix:///run/another-engine.sock")
+		unmarked := orphan("")
 		old := time.Now().Add(-time.Hour)
-		if err := os.Chtimes(oldOrphan, old, old); err != nil {
-			t.Fatal(err)
+		for _, d := range []string{live.ID, removed.ID, otherEngine, unmarked} {
+			if err := os.Chtimes(filepath.Join(rt.stateDir, filepath.Base(d)), old, old); err != nil {
+				t.Fatal(err)
+			}
 		}
-		t.Cleanup(func() { os.RemoveAll(newOrphan) })
 
-		// Other tests share the engine: keep every job but this test's
-		// finished one.
-		reaped, err := rt.Reap(t.Context(), func(job string) bool { return job != done.Labels[drydock.LabelJob] })
-		if err != nil {
-			t.Fatalf("Reap: %v", err)
+		n, err := rt.PruneStateDirs(t.Context())
+		if err != nil || n != 1 {
+			t.Fatalf("PruneStateDirs: %d, %v; want 1", n, err)
 		}
-		if !slices.Equal(reaped, []string{done.ID}) {
-			t.Errorf("reaped %v, want [%s]", reaped, done.ID)
-		}
-		if _, err := rt.Get(t.Context(), done.ID); drydock.ErrorCode(err) != drydock.ENOTFOUND {
-			t.Errorf("reaped sandbox still there: %v", err)
+		for _, c := range []struct {
+			id   string
+			kept bool
+		}{{live.ID, true}, {removed.ID, false}, {fresh.ID, true}, {otherEngine, true}, {unmarked, true}} {
+			_, err := os.Stat(filepath.Join(rt.stateDir, filepath.Base(c.id)))
+			if kept := err == nil; kept != c.kept {
+				t.Errorf("%s: kept %v, want %v (%v)", filepath.Base(c.id), kept, c.kept, err)
+			}
 		}
 		if _, err := rt.Get(t.Context(), live.ID); err != nil {
-			t.Errorf("live sandbox reaped: %v", err)
-		}
-		if _, err := os.Stat(oldOrphan); !os.IsNotExist(err) {
-			t.Errorf("old orphan dir not removed: %v", err)
-		}
-		if _, err := os.Stat(newOrphan); err != nil {
-			t.Errorf("fresh orphan dir removed: %v", err)
+			t.Errorf("live sandbox: %v", err)
 		}
 	})
 }
