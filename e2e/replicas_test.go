@@ -2,15 +2,21 @@ package e2e_test
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/drydockhq/drydock"
+	"github.com/drydockhq/drydock/secretbox"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -144,5 +150,91 @@ func TestThreeReplicasShareWorkAndFailOver(t *testing.T) {
 		if j, _ := other.waitTerminal(id, 90*time.Second); j.Status != drydock.StatusComplete || j.Steps != 8 {
 			t.Errorf("long job %s: %s steps=%d %q", id, j.Status, j.Steps, j.Error)
 		}
+	}
+}
+
+// One Idempotency-Key sent to three replicas at once, as a client retrying
+// through a load balancer does: one job, every answer names it, and the
+// same key with another request is refused on any replica. The replicas
+// share the secrets key file the docs ask for, which the fingerprint of a
+// request with secrets is made under.
+func TestIdempotencyAcrossReplicas(t *testing.T) {
+	t.Parallel()
+	dsn := freshDatabase(t)
+	keyFile := filepath.Join(t.TempDir(), "secrets.key")
+	if err := os.WriteFile(keyFile, []byte(base64.StdEncoding.EncodeToString(secretbox.GenerateKey())+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var replicas []*server
+	for range 3 {
+		s := newServer(t, "--store", dsn, "--secrets-key-file", keyFile)
+		s.start()
+		replicas = append(replicas, s)
+	}
+	post := func(s *server, key, body string) (int, string, []byte) {
+		req, _ := http.NewRequest("POST", s.url()+"/v1/jobs", strings.NewReader(body))
+		req.Header.Set("Idempotency-Key", key)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Errorf("POST: %v", err)
+			return 0, "", nil
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, resp.Header.Get("Idempotent-Replayed"), b
+	}
+
+	const body = `{"task": "once [fake:steps=1]", "secrets": {"DEPLOY_TOKEN": "s3cr3t-value-for-replicas"}, "metadata": {"k": "v"}}`
+	type answer struct {
+		code     int
+		replayed string
+		id       string
+	}
+	answers := make([]answer, 24)
+	var wg sync.WaitGroup
+	for i := range answers {
+		wg.Go(func() {
+			code, replayed, b := post(replicas[i%3], "deploy-42", body)
+			var j drydock.Job
+			json.Unmarshal(b, &j)
+			answers[i] = answer{code, replayed, j.ID}
+		})
+	}
+	wg.Wait()
+	ids := map[string]int{}
+	fresh := 0
+	for i, a := range answers {
+		if a.code != 201 {
+			t.Errorf("request %d (replica %d): %d", i, i%3, a.code)
+		}
+		ids[a.id]++
+		if a.replayed != "true" {
+			fresh++
+		}
+	}
+	if len(ids) != 1 || fresh != 1 {
+		t.Fatalf("24 requests with one key over 3 replicas: jobs %v, %d not replayed; want one job, one fresh answer", ids, fresh)
+	}
+	var id string
+	for id = range ids {
+	}
+	code, b := replicas[1].do("GET", "/v1/jobs?limit=100", "", "")
+	var list struct{ Jobs []drydock.Job }
+	if json.Unmarshal(b, &list); code != 200 || len(list.Jobs) != 1 || list.Jobs[0].ID != id {
+		t.Errorf("job list: %d %s", code, b)
+	}
+	// A retry with the fields in another order is the same request; another
+	// task under the key is not, whichever replica gets it.
+	for i, s := range replicas {
+		if code, replayed, b := post(s, "deploy-42", `{"metadata": {"k": "v"}, "secrets": {"DEPLOY_TOKEN": "s3cr3t-value-for-replicas"}, "task": "once [fake:steps=1]"}`); code != 201 || replayed != "true" || !strings.Contains(string(b), id) {
+			t.Errorf("replica %d, reordered retry: %d replayed=%q %s", i, code, replayed, b)
+		}
+		if code, _, b := post(s, "deploy-42", `{"task": "twice [fake:steps=1]"}`); code != 422 || !strings.Contains(string(b), `"`+drydock.EKEYREUSED+`"`) {
+			t.Errorf("replica %d, key reused for another task: %d %s", i, code, b)
+		}
+	}
+	if j, _ := replicas[2].waitTerminal(id, 90*time.Second); j.Status != drydock.StatusComplete {
+		t.Errorf("job %s: %s %q", id, j.Status, j.Error)
 	}
 }

@@ -381,3 +381,7 @@ func createBacklog(tb testing.TB, s drydock.Store, n int) []string {
 	}
 	return ids
 }
+
+func BenchmarkCreateJobOnce(b *testing.B) {
+	storetest.BenchCreateJobOnce(b, open(b, newDatabase(b)))
+}

@@ -225,3 +225,7 @@ func BenchmarkGetJob(b *testing.B) {
 		}
 	})
 }
+
+func BenchmarkCreateJobOnce(b *testing.B) {
+	storetest.BenchCreateJobOnce(b, open(b, filepath.Join(b.TempDir(), "drydock.db")))
+}
