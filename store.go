@@ -83,6 +83,13 @@ type Store interface {
 	// listen beyond loopback.
 	CountTokens(ctx context.Context) (int, error)
 
+	// BindSecretsKey records check, a value derived from the key that seals
+	// jobs' secrets, unless one is recorded already, and returns the one
+	// recorded (replace records check in any case). Servers compare the two
+	// to refuse a key other than the one the store's secrets are sealed
+	// with; of concurrent first binds one wins and all return it.
+	BindSecretsKey(ctx context.Context, check []byte, replace bool) ([]byte, error)
+
 	// Ping checks that the store answers (readiness).
 	Ping(ctx context.Context) error
 	Close() error

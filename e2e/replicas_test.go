@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -236,5 +237,19 @@ func TestIdempotencyAcrossReplicas(t *testing.T) {
 	}
 	if j, _ := replicas[2].waitTerminal(id, 90*time.Second); j.Status != drydock.StatusComplete {
 		t.Errorf("job %s: %s %q", id, j.Status, j.Error)
+	}
+
+	// A replica given another key file would fail every job with secrets it
+	// claims, and answer 422 to retries made through the others: it refuses
+	// to start.
+	wrong := filepath.Join(t.TempDir(), "wrong.key")
+	if err := os.WriteFile(wrong, []byte(base64.StdEncoding.EncodeToString(secretbox.GenerateKey())+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	odd := newServer(t, "--store", dsn, "--secrets-key-file", wrong)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	if out, err := exec.CommandContext(ctx, binary, odd.args...).CombinedOutput(); err == nil || !strings.Contains(string(out), "not the key the store's secrets are sealed with") {
+		t.Errorf("a replica with another key: %v\n%s", err, out)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -365,7 +366,8 @@ func sealedSecrets(t *testing.T, dataDir, id string) []byte {
 // sandbox it reattaches to: the recovered job's new shells, commands and
 // Python see the value, its events stay masked, and once it ends the store
 // holds no sealed value. Restarted with another secrets key, the server
-// fails the job with a message that names the flag, and keeps running.
+// refuses to start; told to adopt that key, it fails the job with a message
+// that names the flag, and keeps running.
 func TestSecretsRecovery(t *testing.T) {
 	t.Parallel()
 	host := os.Getenv("DRYDOCK_TEST_DOCKER_HOST")
@@ -405,6 +407,20 @@ func TestSecretsRecovery(t *testing.T) {
 			t.Fatal(err)
 		}
 		s.args = append(s.args, "--secrets-key-file", other)
+		// The key is not the one the store's secrets are sealed with: the
+		// server refuses to start, naming the way out, and the job waits.
+		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+		out, err := exec.CommandContext(ctx, binary, s.args...).CombinedOutput()
+		cancel()
+		if err == nil || !strings.Contains(string(out), "--secrets-key-reset") || strings.Contains(string(out), value) {
+			t.Fatalf("start with another key: %v; want a refusal naming --secrets-key-reset, without the value:\n%s", err, out)
+		}
+		if sealed := sealedSecrets(t, s.dataDir, id); sealed == nil {
+			t.Fatal("the refused start erased the job's sealed secrets")
+		}
+		// Adopting the new key on purpose fails the job that cannot be
+		// opened under it.
+		s.args = append(s.args, "--secrets-key-reset")
 		s.start()
 		j, _ := s.waitTerminal(id, time.Minute)
 		if j.Status != drydock.StatusError || !strings.Contains(j.Error, "--secrets-key-file") {

@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"crypto/hmac"
 	"fmt"
 	"io"
 	"log/slog"
@@ -16,13 +18,21 @@ import (
 
 // SecretsOptions say where the key that seals jobs' secrets lives.
 type SecretsOptions struct {
-	KeyFile string `name:"secrets-key-file" env:"DRYDOCK_SECRETS_KEY_FILE" placeholder:"PATH" help:"File holding the key that seals jobs' secrets in the store: 32 random bytes in base64 (head -c 32 /dev/urandom | base64). Default with SQLite: secrets.key in the data directory, created on first start. With Postgres every replica needs the same file; without one, jobs with secrets are refused."`
+	KeyFile  string `name:"secrets-key-file" env:"DRYDOCK_SECRETS_KEY_FILE" placeholder:"PATH" help:"File holding the key that seals jobs' secrets in the store: 32 random bytes in base64 (head -c 32 /dev/urandom | base64). Default with SQLite: secrets.key in the data directory, created on first start. With Postgres every replica needs the same file; without one, jobs with secrets are refused."`
+	KeyReset bool   `name:"secrets-key-reset" help:"Adopt the secrets key given although the store's secrets were sealed with another one (a lost or rotated key file). Jobs still holding secrets sealed with the old key fail when they run, and idempotency keys made under it answer 422 until they expire."`
 }
+
+// keyCheckPurpose names the MAC a store records of its secrets key.
+const keyCheckPurpose = "drydock secrets key check v1"
 
 // box returns the sealer of jobs' secrets, or nil when this server takes
 // none (Postgres without a key file: replicas must share one key, and a
-// key of this replica's own would strand its jobs' secrets on it).
-func (o SecretsOptions) box(dataDir string, sqliteStore bool, log *slog.Logger) (*secretbox.Box, error) {
+// key of this replica's own would strand its jobs' secrets on it). The key
+// is bound to the store: a server with another key than the one its
+// secrets are sealed with (a replica given the wrong file, a data directory
+// whose key file was lost) refuses to start rather than fail every job with
+// secrets it claims.
+func (o SecretsOptions) box(ctx context.Context, st drydock.Store, dataDir string, sqliteStore bool, log *slog.Logger) (*secretbox.Box, error) {
 	var (
 		key  []byte
 		err  error
@@ -34,6 +44,8 @@ func (o SecretsOptions) box(dataDir string, sqliteStore bool, log *slog.Logger) 
 	case sqliteStore:
 		path = filepath.Join(dataDir, "secrets.key")
 		key, err = secretbox.LoadOrCreateKey(path)
+	case o.KeyReset:
+		return nil, fmt.Errorf("--secrets-key-reset adopts the key of --secrets-key-file, and none is given")
 	default:
 		log.Warn("no --secrets-key-file: jobs with secrets are refused (with Postgres every replica needs the same key file)")
 		return nil, nil
@@ -45,6 +57,17 @@ func (o SecretsOptions) box(dataDir string, sqliteStore bool, log *slog.Logger) 
 	b, err := secretbox.New(key)
 	if err != nil {
 		return nil, fmt.Errorf("--secrets-key-file %s: %w", path, err)
+	}
+	check := b.MAC(keyCheckPurpose, nil)
+	bound, err := st.BindSecretsKey(ctx, check, o.KeyReset)
+	if err != nil {
+		return nil, err
+	}
+	if !hmac.Equal(bound, check) {
+		return nil, fmt.Errorf("--secrets-key-file %s: this is not the key the store's secrets are sealed with (every replica needs the same key file; a lost data-directory key makes a new one). Restore the key the store was used with, or pass --secrets-key-reset to adopt this one: jobs still holding secrets sealed with the old key will fail", path)
+	}
+	if o.KeyReset {
+		log.Warn("secrets key adopted by --secrets-key-reset: jobs holding secrets sealed with an earlier key will fail", "file", path)
 	}
 	log.Info("secrets key", "file", path)
 	return b, nil

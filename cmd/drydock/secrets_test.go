@@ -1,12 +1,14 @@
 package main
 
 import (
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/drydockhq/drydock"
+	"github.com/drydockhq/drydock/store/sqlite"
 )
 
 const cliCanary = "cli-canary-4b8e0a1d"
@@ -80,5 +82,39 @@ func TestSecretFileLimits(t *testing.T) {
 	}
 	if n := len(spec.Secrets["BIG"]); n > drydock.MaxSecretValueLen+3 {
 		t.Fatalf("read %d bytes of a 10 MiB file", n)
+	}
+}
+
+// The key is bound to the store on first use: a lost key file (a new one is
+// made in the data directory) or another one is refused, naming the reset;
+// the reset adopts it; a reset without a key to adopt is an error.
+func TestSecretsKeyBoundToTheStore(t *testing.T) {
+	dir := t.TempDir()
+	st, err := sqlite.Open(t.Context(), filepath.Join(dir, "drydock.db"), slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	log := slog.New(slog.DiscardHandler)
+	if _, err := (SecretsOptions{}).box(t.Context(), st, dir, true, log); err != nil {
+		t.Fatalf("first start: %v", err)
+	}
+	if _, err := (SecretsOptions{}).box(t.Context(), st, dir, true, log); err != nil {
+		t.Fatalf("restart with the same key: %v", err)
+	}
+	if err := os.Remove(filepath.Join(dir, "secrets.key")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := (SecretsOptions{}).box(t.Context(), st, dir, true, log); err == nil || !strings.Contains(err.Error(), "--secrets-key-reset") {
+		t.Fatalf("restart after the key file was lost: %v; want a refusal naming --secrets-key-reset", err)
+	}
+	if _, err := (SecretsOptions{KeyReset: true}).box(t.Context(), st, dir, true, log); err != nil {
+		t.Fatalf("reset: %v", err)
+	}
+	if _, err := (SecretsOptions{}).box(t.Context(), st, dir, true, log); err != nil {
+		t.Fatalf("restart after the reset: %v", err)
+	}
+	if _, err := (SecretsOptions{KeyReset: true}).box(t.Context(), st, dir, false, log); err == nil || !strings.Contains(err.Error(), "--secrets-key-file") {
+		t.Errorf("reset without a key file on Postgres: %v", err)
 	}
 }

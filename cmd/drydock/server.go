@@ -148,7 +148,7 @@ func (c *ServerCmd) Run(g *Globals) error {
 		log.Warn("development mode: no API tokens exist, so requests without a token act as the local admin; this is allowed on loopback only", "listen", c.Listen)
 	}
 
-	secrets, err := c.Secrets.box(c.DataDir, c.Store == "", log)
+	secrets, err := c.Secrets.box(ctx, st, c.DataDir, c.Store == "", log)
 	if err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package storetest
 import (
 	"bytes"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -19,6 +20,8 @@ func (s *suite) secretTests() map[string]func(t *testing.T) {
 		"NotInListedJobs":      s.testSecretsNotListed,
 		"NoSecretsStaysEmpty":  s.testNoSecrets,
 		"LargestSealedSecrets": s.testLargestSealedSecrets,
+		"KeyBinding":           s.testSecretsKeyBinding,
+		"KeyBindingRace":       s.testSecretsKeyBindingRace,
 	}
 }
 
@@ -155,4 +158,44 @@ func (s *suite) testLargestSealedSecrets(t *testing.T) {
 	j.SealedSecrets = bytes.Repeat([]byte{0, 0xff, 'a', '"'}, (drydock.MaxSecrets*(drydock.MaxSecretValueLen+64))/4)
 	mustCreate(t, st, j)
 	sameSecrets(t, "largest", mustGet(t, st, j.ID), j.SecretNames, j.SealedSecrets)
+}
+
+func (s *suite) testSecretsKeyBinding(t *testing.T) {
+	st := s.newStore(t)
+	first, second := []byte{0, 1, 2, 0xff}, []byte("another key's check")
+	bind := func(what string, check []byte, replace bool, want []byte) {
+		t.Helper()
+		got, err := st.BindSecretsKey(t.Context(), check, replace)
+		if err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("%s: %x, %v; want %x", what, got, err, want)
+		}
+	}
+	bind("first bind", first, false, first)
+	bind("same key again", first, false, first)
+	bind("another key", second, false, first)
+	bind("another key, replacing", second, true, second)
+	bind("the first key after the replacement", first, false, second)
+	if s.reopen == nil {
+		return
+	}
+	st = s.reopen(t, st)
+	bind("after reopening", first, false, second)
+}
+
+// Replicas starting together with different keys: one key is bound, and
+// every one of them is told which.
+func (s *suite) testSecretsKeyBindingRace(t *testing.T) {
+	st := s.newStore(t)
+	got := make([][]byte, 16)
+	errs := make([]error, len(got))
+	var wg sync.WaitGroup
+	for i := range got {
+		wg.Go(func() { got[i], errs[i] = st.BindSecretsKey(t.Context(), []byte{byte(i), 'k'}, false) })
+	}
+	wg.Wait()
+	for i := range got {
+		if errs[i] != nil || !bytes.Equal(got[i], got[0]) || len(got[0]) != 2 {
+			t.Errorf("bind %d: %x, %v; bind 0 got %x", i, got[i], errs[i], got[0])
+		}
+	}
 }

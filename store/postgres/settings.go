@@ -1,0 +1,26 @@
+package postgres
+
+import (
+	"context"
+)
+
+// settingSecretsKey names the row holding the secrets key's check value.
+const settingSecretsKey = "secrets_key_check"
+
+// BindSecretsKey implements drydock.Store. Without replace, the conflict
+// clause rewrites the row with its own value so that RETURNING yields what
+// is recorded; a concurrent first insert makes this one wait for its commit
+// and return the winner's value.
+func (s *Store) BindSecretsKey(ctx context.Context, check []byte, replace bool) ([]byte, error) {
+	set := "settings.value"
+	if replace {
+		set = "excluded.value"
+	}
+	var bound []byte
+	err := s.pool.QueryRow(ctx, `INSERT INTO settings (name, value) VALUES ($1, $2)
+		ON CONFLICT (name) DO UPDATE SET value = `+set+` RETURNING value`, settingSecretsKey, check).Scan(&bound)
+	if err != nil {
+		return nil, wrapErr("bind secrets key", err)
+	}
+	return bound, nil
+}
