@@ -1,12 +1,16 @@
 package kubernetes
 
 import (
+	"context"
+	"net"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/drydockhq/drydock"
 	"github.com/drydockhq/drydock/runtime/runtimetest"
@@ -75,4 +79,74 @@ func TestRealNodeMissingImage(t *testing.T) {
 			err, code, took.Round(time.Millisecond), drydock.EINVALID)
 	}
 	env.assertNamespaceEmpty(t, ns)
+}
+
+// Nothing the test node does reaches another machine: an image it lacks is
+// pulled through a proxy that is not there (kube-up.sh sets it for
+// containerd), so the pull fails on the node before a DNS query or a
+// connection leaves. The image names the node's own address, so that this
+// check stays on the machine whether the guard holds or not.
+func TestRealNodePullsStayOnTheMachine(t *testing.T) {
+	t.Parallel()
+	env, ns := requireRealNode(t)
+	ctx := t.Context()
+	node, err := env.admin.CoreV1().Nodes().Get(ctx, os.Getenv(envKubeNode), metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var addr net.IP
+	for _, a := range node.Status.Addresses {
+		if ip := net.ParseIP(a.Address); a.Type == corev1.NodeInternalIP && ip != nil && !ip.IsLoopback() {
+			addr = ip
+		}
+	}
+	if addr == nil {
+		t.Fatalf("node %s reports no non-loopback internal address (Go never proxies loopback): %v", node.Name, node.Status.Addresses)
+	}
+	// The node runs on this machine, so its address is one of ours, and a
+	// pull that went around the proxy would not leave either.
+	local, err := net.InterfaceAddrs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(local, func(a net.Addr) bool { n, ok := a.(*net.IPNet); return ok && n.IP.Equal(addr) }) {
+		t.Fatalf("node %s's address %s is not this machine's (%v); not pulling from it", node.Name, addr, local)
+	}
+	no, yes := false, true
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "pull-" + drydock.RandomHex(4)},
+		Spec: corev1.PodSpec{
+			AutomountServiceAccountToken: &no,
+			SecurityContext: &corev1.PodSecurityContext{RunAsNonRoot: &yes, RunAsUser: ptr(int64(1000)),
+				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
+			Containers: []corev1.Container{{
+				Name: "c", Image: net.JoinHostPort(addr.String(), "1") + "/drydock-test/not-here:1", ImagePullPolicy: corev1.PullAlways,
+				SecurityContext: &corev1.SecurityContext{AllowPrivilegeEscalation: &no, Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}},
+			}},
+		},
+	}
+	if _, err := env.admin.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	defer env.admin.CoreV1().Pods(ns).Delete(context.Background(), pod.Name, metav1.DeleteOptions{GracePeriodSeconds: new(int64)})
+	var seen []string
+	for deadline := time.Now().Add(90 * time.Second); time.Now().Before(deadline); time.Sleep(500 * time.Millisecond) {
+		evs, err := env.admin.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + pod.Name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range evs.Items {
+			if e.Reason != "Failed" {
+				continue
+			}
+			if strings.Contains(e.Message, "proxyconnect tcp: dial tcp 127.0.0.1:9") {
+				return
+			}
+			seen = append(seen, e.Message)
+		}
+		if len(seen) > 0 {
+			break
+		}
+	}
+	t.Fatalf("the pull did not go to kube-up.sh's dead proxy; the node's pulls may leave the machine. Failures seen: %q", seen)
 }

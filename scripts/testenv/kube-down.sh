@@ -57,4 +57,5 @@ if [ -d "$RUN" ]; then
 		while read -r m; do umount "$m" 2>/dev/null || umount -l "$m"; done
 fi
 ip link del drydock-kube0 2>/dev/null || true
+while iptables -D FORWARD -i drydock-kube0 ! -o drydock-kube0 -j DROP 2>/dev/null; do :; done
 rm -rf /var/lib/cni/networks/drydock-test "$RUN"

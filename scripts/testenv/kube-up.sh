@@ -479,7 +479,19 @@ TOML
   {"type": "portmap", "capabilities": {"portMappings": true}}
 ]}
 JSON
-	start containerd containerd --config "$RUN/containerd.toml"
+	# Nothing a test pod does may leave the machine. The bridge does not
+	# masquerade, but the host forwards (dockerd turns forwarding on), so a
+	# pod's packets to any other address would go out with its own source
+	# address: they are dropped. Pod to host (the gateway, toolboxd's
+	# callers) is input, not forwarding, and stays open.
+	if ! iptables -C FORWARD -i drydock-kube0 ! -o drydock-kube0 -j DROP 2>/dev/null; then
+		iptables -I FORWARD -i drydock-kube0 ! -o drydock-kube0 -j DROP ||
+			fail "cannot add the iptables rule that keeps the node's pods off the network"
+	fi
+	# Image pulls (a pod whose image the node lacks) go to a proxy that is
+	# not there, so they fail here without a DNS query for the registry.
+	start containerd env HTTP_PROXY=http://127.0.0.1:9 HTTPS_PROXY=http://127.0.0.1:9 NO_PROXY=127.0.0.1,localhost \
+		containerd --config "$RUN/containerd.toml"
 	ctr_ready() { ctr -a "$CTR_SOCK" version >/dev/null 2>&1; }
 	wait_for containerd 60 ctr_ready
 	pause_image
