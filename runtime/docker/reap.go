@@ -33,11 +33,21 @@ func (r *Runtime) PruneStateDirs(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("read state dir: %w", err)
 	}
+	// One list for the common case, a directory whose container is there;
+	// Get decides for the rest.
+	list, err := r.List(ctx, nil)
+	if err != nil {
+		return 0, err
+	}
+	live := make(map[string]bool, len(list))
+	for _, sb := range list {
+		live[sb.ID] = true
+	}
 	host := r.cli.DaemonHost()
 	n := 0
 	var errs []error
 	for _, e := range entries {
-		if !e.IsDir() || !idPattern.MatchString(e.Name()) {
+		if !e.IsDir() || !idPattern.MatchString(e.Name()) || live[e.Name()] {
 			continue
 		}
 		dir := filepath.Join(r.stateDir, e.Name())
