@@ -1,6 +1,7 @@
 package desktop
 
 import (
+	"os/exec"
 	"sync"
 	"syscall"
 	"time"
@@ -51,9 +52,13 @@ func (d *Desktop) SetVNCPassword(pw string) error {
 // enforceVNCPassword stops any x11vnc started with an older password until
 // one started with password gen runs. It loops rather than killing once
 // because a start may be under way, built with the old password, when the
-// password changes.
+// password changes. An x11vnc still there stopGrace after SIGTERM is
+// killed: x11vnc cleans up in its signal handler, and a SIGTERM that lands
+// while it is inside Xlib can hang it there for good, with SIGTERM blocked.
 func (d *Desktop) enforceVNCPassword(gen uint64) {
 	deadline := time.Now().Add(readyTimeout)
+	var termed *exec.Cmd
+	var termedAt time.Time
 	for time.Now().Before(deadline) {
 		d.mu.Lock()
 		closed := d.closed
@@ -73,7 +78,13 @@ func (d *Desktop) enforceVNCPassword(gen uint64) {
 				return
 			}
 			// Setpgid: the group is x11vnc's own.
-			_ = syscall.Kill(-proc.Process.Pid, syscall.SIGTERM)
+			switch {
+			case proc != termed:
+				termed, termedAt = proc, time.Now()
+				_ = syscall.Kill(-proc.Process.Pid, syscall.SIGTERM)
+			case time.Since(termedAt) > stopGrace:
+				_ = syscall.Kill(-proc.Process.Pid, syscall.SIGKILL)
+			}
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

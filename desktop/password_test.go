@@ -1,6 +1,9 @@
 package desktop
 
 import (
+	"os"
+	"os/exec"
+	"path/filepath"
 	"testing"
 	"time"
 )
@@ -30,5 +33,35 @@ func TestSetVNCPasswordReplacesThePassword(t *testing.T) {
 	}
 	if err := d.SetVNCPassword(""); err == nil {
 		t.Error("an empty password was accepted")
+	}
+}
+
+// An x11vnc that does not exit on SIGTERM (x11vnc cleans up in its signal
+// handler, and one that lands inside Xlib can hang it there) is killed, and
+// the new password still takes over. Not parallel: PATH names the stand-in.
+func TestSetVNCPasswordKillsAnX11vncThatIgnoresSIGTERM(t *testing.T) {
+	RequireDesktop(t)
+	real, err := exec.LookPath("x11vnc")
+	if err != nil {
+		t.Skip("x11vnc is not installed")
+	}
+	// The real x11vnc dies on SIGTERM; its parent, the process x11vnc's
+	// group is led by, ignores it and stays, as a hung x11vnc would.
+	bin := t.TempDir()
+	script := "#!/bin/sh\ntrap '' TERM\n" + real + " \"$@\"\nexec sleep 600\n"
+	if err := os.WriteFile(filepath.Join(bin, "x11vnc"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	d := setup(t, func(c *Config) { c.VNCPassword = "pool-pw1" })
+	if err := d.SetVNCPassword("job-pw-2"); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for !d.Ready()[ComponentVNC] || d.Restarts()[ComponentVNC] == 0 || vncHandshake(t, dialBridge(t, d), "job-pw-2") != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the new VNC password is not accepted after 30 s (restarts %v)", d.Restarts())
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
