@@ -14,7 +14,6 @@ import (
 	mrand "math/rand/v2"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -27,13 +26,9 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/drydockhq/drydock"
 	"github.com/drydockhq/drydock/api"
-	artifactlocal "github.com/drydockhq/drydock/artifact/local"
 	"github.com/drydockhq/drydock/desktop"
-	"github.com/drydockhq/drydock/store/sqlite"
 	"github.com/drydockhq/drydock/toolbox"
 	tbserver "github.com/drydockhq/drydock/toolbox/server"
-	"github.com/drydockhq/drydock/watch"
-	"github.com/prometheus/client_golang/prometheus"
 )
 
 // requireChromium returns Debian's chromium (or DRYDOCK_TEST_CHROMIUM), or
@@ -546,25 +541,12 @@ func TestBrowserDesktopX11(t *testing.T) {
 	t.Cleanup(func() { ths.Close(); tb.Close() })
 	sb := &drydock.Sandbox{ID: "sb-e2e-x11", State: drydock.SandboxRunning, Token: "tb-token", VNCPassword: password,
 		Endpoint: drydock.Endpoint{Network: "unix", Address: filepath.Join(sockDir, "tb.sock")}}
-	st, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "db"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	arts, err := artifactlocal.New(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	ws := watch.Wrap(st)
-	srv := api.New(api.Config{DevMode: true, SSEPoll: 100 * time.Millisecond,
-		Sandboxes: func(ctx context.Context, id string) (*drydock.Sandbox, error) {
-			if id != sb.ID {
-				return nil, drydock.Errorf(drydock.ENOTFOUND, "no sandbox %s", id)
-			}
-			return sb, nil
-		}}, ws, nopQueue{}, arts, prometheus.NewRegistry(), nil)
-	hs := httptest.NewServer(srv)
-	t.Cleanup(hs.Close)
+	hs, ws := inProcessAPI(t, func(ctx context.Context, id string) (*drydock.Sandbox, error) {
+		if id != sb.ID {
+			return nil, drydock.Errorf(drydock.ENOTFOUND, "no sandbox %s", id)
+		}
+		return sb, nil
+	})
 	job := &drydock.Job{ID: "0193e2e0-0000-7000-8000-00000000d5c1", Status: drydock.StatusPending, CreatedAt: time.Now().UTC(),
 		OwnerID: api.LocalPrincipal.ID, JobSpec: drydock.JobSpec{Task: "Open a window on the desktop", Profile: drydock.ProfileDesktop}}
 	if err := ws.CreateJob(t.Context(), job); err != nil {

@@ -2,6 +2,8 @@
 import { call, download, filesURL } from './api.js';
 import { h, bytes } from './util.js';
 
+const RETRY_MS = 2000;
+
 export function filesPanel(jobID) {
   const source = h('span', { class: 'muted small', role: 'status' });
   const tree = h('ul', { class: 'tree', 'aria-label': 'Workspace files' });
@@ -12,8 +14,11 @@ export function filesPanel(jobID) {
     tree, viewer);
   let objectURL = '';
 
-  async function list(path, into) {
+  // list fills into with the entries at path, unless current() says a
+  // newer listing has taken its place meanwhile.
+  async function list(path, into, current = () => true) {
     const l = await call(filesURL(jobID, path));
+    if (!current()) return;
     source.textContent = l.source === 'sandbox' ? 'live from the sandbox' : 'from the archived workspace';
     into.replaceChildren(...l.entries.map(entry));
     if (!l.entries.length) into.append(h('li', { class: 'muted' }, 'empty'));
@@ -70,14 +75,34 @@ export function filesPanel(jobID) {
     }
   }
 
+  // A running job's page opens as soon as the job starts, often before its
+  // sandbox (or the daemon in it) answers: the API says 503, and the tree
+  // asks again by itself rather than keep that passing error.
+  let retry = null;
+  let stopped = false;
+  // The live listing and the archive's (once the job ends) may answer out
+  // of order; the tree keeps the last one asked for.
+  let gen = 0;
+
   async function refresh() {
+    clearTimeout(retry);
+    retry = null;
+    const my = ++gen;
+    const current = () => my === gen;
     try {
-      await list('', tree);
+      await list('', tree, current);
     } catch (err) {
+      if (!current()) return;
       source.textContent = '';
       tree.replaceChildren(h('li', { class: 'muted' }, err.message));
+      if (err.status === 503 && !stopped) retry = setTimeout(refresh, RETRY_MS);
     }
   }
 
-  return { el, refresh };
+  function stop() {
+    stopped = true;
+    clearTimeout(retry);
+  }
+
+  return { el, refresh, stop };
 }

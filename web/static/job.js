@@ -155,5 +155,6 @@ export function jobPage(root, id, navigate) {
     ctl.abort();
     clearInterval(timer);
     desktop?.stop('');
+    files?.stop();
   };
 }
