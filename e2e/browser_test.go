@@ -632,10 +632,13 @@ func TestBrowserDesktopX11(t *testing.T) {
 			return [r.left + %d * r.width / c.width, r.top + %d * r.height / c.height];
 		})()`, x, y))
 		within(t, ctx, 5*time.Second, chromedp.MouseClickXY(pt[0], pt[1]))
-		time.Sleep(500 * time.Millisecond)
 	}
+	// Not wctx, which bounded the start: by now, on a loaded machine, the
+	// page's steps may have outlasted it.
 	cursor := func() desktop.Point {
-		res, err := d.Do(wctx, desktop.Action{Action: desktop.ActionCursorPosition})
+		cctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+		defer cancel()
+		res, err := d.Do(cctx, desktop.Action{Action: desktop.ActionCursorPosition})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -643,15 +646,28 @@ func TestBrowserDesktopX11(t *testing.T) {
 	}
 	near := func(p desktop.Point, x, y int) bool { return abs(p.X-x) <= 3 && abs(p.Y-y) <= 3 }
 	clickAt(200, 150)
+	// Nothing to wait for when nothing may happen: give a click that wrongly
+	// got through the time it would take, then look.
+	time.Sleep(500 * time.Millisecond)
 	if p := cursor(); near(p, 200, 150) {
 		t.Errorf("a view-only click moved the desktop's cursor to %v", p)
 	}
 	within(t, ctx, 5*time.Second, chromedp.Click(chromedp.CSS(`.desktop button[aria-pressed]`)))
-	waitJS(t, ctx, 20*time.Second, `document.querySelector(".desktop button[aria-pressed]").getAttribute("aria-pressed") == "true" && document.querySelector(".desktop .pill")?.textContent == "connected"`)
+	// Connected, and the view-only connection's canvas gone: clickAt
+	// measures the first canvas.
+	waitJS(t, ctx, 20*time.Second, `document.querySelector(".desktop button[aria-pressed]").getAttribute("aria-pressed") == "true" && document.querySelector(".desktop .pill")?.textContent == "connected"
+		&& document.querySelectorAll("#desktop-screen canvas").length == 1 && document.querySelector("#desktop-screen canvas").width == 1024`)
 	time.Sleep(500 * time.Millisecond)
 	clickAt(300, 250)
-	if p := cursor(); !near(p, 300, 250) {
-		t.Errorf("with control, a click at 300,250 left the cursor at %v", p)
+	// The click crosses the browser, the proxy, toolboxd and x11vnc.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		p := cursor()
+		if near(p, 300, 250) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("with control, a click at 300,250 left the cursor at %v", p)
+		}
 	}
 
 	// The job ends: the desktop closes in the page.
