@@ -23,13 +23,16 @@ func (d *Desktop) VNCHandler() http.Handler {
 }
 
 func (d *Desktop) serveVNC(w http.ResponseWriter, r *http.Request) {
+	// Counted only when served: a bridge counted but refused would keep
+	// Close waiting for good (viewers do come while x11vnc starts).
 	d.mu.Lock()
-	life, closed := d.ctx, d.closed
-	if !closed && life != nil {
+	life := d.ctx
+	serve := !d.closed && life != nil && d.vnc.ready.Load()
+	if serve {
 		d.bridges.Add(1)
 	}
 	d.mu.Unlock()
-	if closed || life == nil || !d.vnc.ready.Load() {
+	if !serve {
 		http.Error(w, "vnc is not ready", http.StatusServiceUnavailable)
 		return
 	}

@@ -159,3 +159,30 @@ func TestVNCBridgeRefusesWhenNotRunning(t *testing.T) {
 		t.Errorf("status %d, want 503", rec.Code)
 	}
 }
+
+// A viewer that comes while x11vnc is still starting is refused, and that
+// refusal does not keep Close waiting for a bridge that never ran.
+func TestVNCBridgeRefusedWhileStartingLetsCloseFinish(t *testing.T) {
+	t.Parallel()
+	RequireDesktop(t)
+	d := New(testConfig(t), testLogger(t))
+	if err := d.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	// x11vnc starts only once Xvfb and the window manager answer: not yet.
+	rec := httptest.NewRecorder()
+	d.VNCHandler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil))
+	if rec.Code != http.StatusServiceUnavailable {
+		t.Fatalf("status %d while starting, want 503", rec.Code)
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- d.Close() }()
+	select {
+	case err := <-closed:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Close still waits 30 s after a refused viewer")
+	}
+}
