@@ -2,9 +2,6 @@ package e2e_test
 
 import (
 	"context"
-	"net"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"sync/atomic"
@@ -14,36 +11,8 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/drydockhq/drydock"
 	"github.com/drydockhq/drydock/api"
-	artifactlocal "github.com/drydockhq/drydock/artifact/local"
-	"github.com/drydockhq/drydock/store/sqlite"
 	tbserver "github.com/drydockhq/drydock/toolbox/server"
-	"github.com/drydockhq/drydock/watch"
-	"github.com/prometheus/client_golang/prometheus"
 )
-
-// inProcessAPI serves the API and the UI from this process in development
-// mode, with the sandboxes sandboxes finds, and returns the server and its
-// store, in which the test plays the worker.
-func inProcessAPI(t *testing.T, sandboxes func(context.Context, string) (*drydock.Sandbox, error)) (*httptest.Server, *watch.Store) {
-	t.Helper()
-	st, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "db"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	arts, err := artifactlocal.New(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	ws := watch.Wrap(st)
-	srv := api.New(api.Config{DevMode: true, SSEPoll: 100 * time.Millisecond, Sandboxes: sandboxes},
-		ws, nopQueue{}, arts, prometheus.NewRegistry(), nil)
-	hs := httptest.NewServer(srv)
-	// The browser, which outlives this cleanup, holds event streams open;
-	// Shutdown ends them, as drydock server does when it stops.
-	t.Cleanup(func() { srv.Shutdown(); hs.Close() })
-	return hs, ws
-}
 
 // A job page opened as the job starts, before its sandbox exists and then
 // before the daemon in the sandbox listens, shows the workspace once the
@@ -99,15 +68,8 @@ func TestBrowserFilesOfAStartingSandbox(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(workspace, "hello.txt"), []byte("hello\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	tb := tbserver.New(tbserver.Config{Workspace: workspace, Token: sb.Token, StateDir: filepath.Join(sockDir, "state"),
-		Profile: drydock.ProfileHeadless}, nil)
-	ln, err := net.Listen("unix", sb.Endpoint.Address)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ths := &http.Server{Handler: tb}
-	go ths.Serve(ln)
-	t.Cleanup(func() { ths.Close(); tb.Close() })
+	serveToolboxd(t, sb.Endpoint.Address, tbserver.Config{Workspace: workspace, Token: sb.Token, StateDir: filepath.Join(sockDir, "state"),
+		Profile: drydock.ProfileHeadless})
 	waitJS(t, ctx, 15*time.Second, `document.querySelector('.files button.tree-file[data-path="hello.txt"]')`)
 	if src := eval[string](t, ctx, `document.querySelector(".files .section-head [role=status]").textContent`); src != "live from the sandbox" {
 		t.Errorf("the tree's source: %q", src)

@@ -11,8 +11,6 @@ import (
 	"image"
 	"image/png"
 	"io"
-	mrand "math/rand/v2"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -490,34 +488,15 @@ func (a desktopAdapter) ServeVNC(w http.ResponseWriter, r *http.Request) {
 // window opened on it; clicks reach the desktop only after "Take control".
 func TestBrowserDesktopX11(t *testing.T) {
 	t.Parallel()
-	for _, bin := range []string{"Xvfb", "x11vnc", "fluxbox", "xdotool", "xmessage"} {
-		if _, err := exec.LookPath(bin); err != nil {
-			t.Skipf("%s is not installed (scripts/testenv/sandbox-tools.sh installs the desktop tools)", bin)
-		}
-	}
+	requireX11Tools(t, "xmessage")
 	ctx := newBrowser(t)
-	display := 0
-	for range 100 {
-		n := 300 + mrand.IntN(20000)
-		_, errLock := os.Stat(fmt.Sprintf("/tmp/.X%d-lock", n))
-		_, errSock := os.Stat(fmt.Sprintf("/tmp/.X11-unix/X%d", n))
-		if os.IsNotExist(errLock) && os.IsNotExist(errSock) {
-			display = n
-			break
-		}
-	}
 	sockDir, err := os.MkdirTemp("", "dde2e")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(sockDir) })
 	const password = "pw-e2e-1"
-	d := desktop.New(desktop.Config{Display: display, Width: 1024, Height: 640, VNCPassword: password,
-		VNCSocket: filepath.Join(sockDir, "vnc.sock"), RuntimeDir: t.TempDir(), Env: []string{"HOME=" + t.TempDir()}}, nil)
-	if err := d.Start(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { d.Close() })
+	d := startX11Desktop(t, filepath.Join(sockDir, "vnc.sock"), password)
 	wctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	if err := d.WaitReady(wctx); err != nil {
@@ -530,15 +509,8 @@ func TestBrowserDesktopX11(t *testing.T) {
 	t.Cleanup(func() { win.Process.Kill(); win.Wait() })
 
 	// toolboxd with the desktop, and the API server that reaches it.
-	tb := tbserver.New(tbserver.Config{Workspace: t.TempDir(), Token: "tb-token", Desktop: desktopAdapter{d},
-		StateDir: filepath.Join(sockDir, "state"), Profile: drydock.ProfileDesktop}, nil)
-	ln, err := net.Listen("unix", filepath.Join(sockDir, "tb.sock"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ths := &http.Server{Handler: tb}
-	go ths.Serve(ln)
-	t.Cleanup(func() { ths.Close(); tb.Close() })
+	serveToolboxd(t, filepath.Join(sockDir, "tb.sock"), tbserver.Config{Workspace: t.TempDir(), Token: "tb-token", Desktop: desktopAdapter{d},
+		StateDir: filepath.Join(sockDir, "state"), Profile: drydock.ProfileDesktop})
 	sb := &drydock.Sandbox{ID: "sb-e2e-x11", State: drydock.SandboxRunning, Token: "tb-token", VNCPassword: password,
 		Endpoint: drydock.Endpoint{Network: "unix", Address: filepath.Join(sockDir, "tb.sock")}}
 	hs, ws := inProcessAPI(t, func(ctx context.Context, id string) (*drydock.Sandbox, error) {
