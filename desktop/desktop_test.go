@@ -501,9 +501,14 @@ func TestActionsWaitForTheDisplay(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { d.Close() })
-	// At once, before the display has had time to come up.
+	// At once, before the display has had time to come up: a screenshot
+	// (toolboxd's screenshot route, which the computer tool's screenshot
+	// action takes), then an action.
 	ctx, cancel = context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
+	if png, _, err := d.Screenshot(ctx); err != nil || len(png) == 0 {
+		t.Fatalf("the first screenshot of a starting display: %d bytes, %v", len(png), err)
+	}
 	res, err := d.Do(ctx, Action{Action: ActionScreenshot})
 	if err != nil {
 		t.Fatalf("the first action on a starting display: %v", err)

@@ -12,8 +12,6 @@ import (
 	"os"
 	"os/exec"
 	"sync"
-
-	"github.com/drydockhq/drydock"
 )
 
 // Shot is one screenshot.
@@ -45,9 +43,11 @@ func (d *Desktop) Screenshot(ctx context.Context) (pngData []byte, scale float64
 // (-fbdir) and encodes it in process: no process is spawned, which makes it
 // several times faster than `import` or `xwd`. If that file is missing (the
 // display is not one this package started), it falls back to `xwd -root`.
+// A display still starting or restarting is waited for, up to DisplayWait:
+// the agent's first screenshot often comes before it is up.
 func (d *Desktop) Capture(ctx context.Context) (*Shot, error) {
-	if !d.disp.ready.Load() {
-		return nil, drydock.Errorf(drydock.EUNAVAILABLE, "display is not ready")
+	if err := d.waitDisplay(ctx); err != nil {
+		return nil, err
 	}
 	raw, err := os.ReadFile(d.fbFile())
 	if errors.Is(err, os.ErrNotExist) {
