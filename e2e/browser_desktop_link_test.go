@@ -1,7 +1,6 @@
 package e2e_test
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
 	"os"
@@ -33,24 +32,8 @@ func TestBrowserDesktopLinkBeforeTheDesktopIsUp(t *testing.T) {
 	var asked atomic.Int64 // lookups of the sandbox, one per connection tried
 	sb := &drydock.Sandbox{ID: "sb-e2e-link", State: drydock.SandboxRunning, Token: "tb-token", VNCPassword: password,
 		Endpoint: drydock.Endpoint{Network: "unix", Address: filepath.Join(sockDir, "tb.sock")}}
-	hs, ws := inProcessAPI(t, func(ctx context.Context, id string) (*drydock.Sandbox, error) {
-		if id != sb.ID {
-			return nil, drydock.Errorf(drydock.ENOTFOUND, "no sandbox %s", id)
-		}
-		asked.Add(1)
-		return sb, nil
-	})
-	job := &drydock.Job{ID: "0193e2e0-0000-7000-8000-0000000011e7", Status: drydock.StatusPending, CreatedAt: time.Now().UTC(),
-		OwnerID: api.LocalPrincipal.ID, JobSpec: drydock.JobSpec{Task: "Show the desktop", Profile: drydock.ProfileDesktop}}
-	if err := ws.CreateJob(t.Context(), job); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := ws.ClaimJob(t.Context(), "e2e", time.Minute); err != nil {
-		t.Fatal(err)
-	}
-	if err := ws.UpdateProgress(t.Context(), job.ID, "e2e", drydock.JobProgress{Steps: 1, SandboxID: &sb.ID}); err != nil {
-		t.Fatal(err)
-	}
+	hs, ws := inProcessAPI(t, sb, &asked)
+	job := runningJob(t, ws, "0193e2e0-0000-7000-8000-0000000011e7", "Show the desktop", drydock.ProfileDesktop, sb.ID)
 	resp, err := http.Post(hs.URL+"/v1/jobs/"+job.ID+"/desktop/link", "application/json", nil)
 	if err != nil {
 		t.Fatal(err)

@@ -1,7 +1,6 @@
 package e2e_test
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"sync/atomic"
@@ -10,7 +9,6 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/drydockhq/drydock"
-	"github.com/drydockhq/drydock/api"
 	tbserver "github.com/drydockhq/drydock/toolbox/server"
 )
 
@@ -29,21 +27,8 @@ func TestBrowserFilesOfAStartingSandbox(t *testing.T) {
 	var asked atomic.Int64 // lookups of the sandbox, one per live listing
 	sb := &drydock.Sandbox{ID: "sb-e2e-files", State: drydock.SandboxRunning, Token: "tb-token",
 		Endpoint: drydock.Endpoint{Network: "unix", Address: filepath.Join(sockDir, "tb.sock")}}
-	hs, ws := inProcessAPI(t, func(ctx context.Context, id string) (*drydock.Sandbox, error) {
-		if id != sb.ID {
-			return nil, drydock.Errorf(drydock.ENOTFOUND, "no sandbox %s", id)
-		}
-		asked.Add(1)
-		return sb, nil
-	})
-	job := &drydock.Job{ID: "0193e2e0-0000-7000-8000-00000000f11e", Status: drydock.StatusPending, CreatedAt: time.Now().UTC(),
-		OwnerID: api.LocalPrincipal.ID, JobSpec: drydock.JobSpec{Task: "Write a file", Profile: drydock.ProfileHeadless}}
-	if err := ws.CreateJob(t.Context(), job); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := ws.ClaimJob(t.Context(), "e2e", time.Minute); err != nil {
-		t.Fatal(err)
-	}
+	hs, ws := inProcessAPI(t, sb, &asked)
+	job := runningJob(t, ws, "0193e2e0-0000-7000-8000-00000000f11e", "Write a file", drydock.ProfileHeadless, "")
 
 	// Running, no sandbox yet.
 	within(t, ctx, 15*time.Second, chromedp.Navigate(hs.URL+"/jobs/"+job.ID))

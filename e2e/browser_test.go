@@ -23,7 +23,6 @@ import (
 	"github.com/chromedp/cdproto/browser"
 	"github.com/chromedp/chromedp"
 	"github.com/drydockhq/drydock"
-	"github.com/drydockhq/drydock/api"
 	"github.com/drydockhq/drydock/desktop"
 	"github.com/drydockhq/drydock/toolbox"
 	tbserver "github.com/drydockhq/drydock/toolbox/server"
@@ -513,23 +512,8 @@ func TestBrowserDesktopX11(t *testing.T) {
 		StateDir: filepath.Join(sockDir, "state"), Profile: drydock.ProfileDesktop})
 	sb := &drydock.Sandbox{ID: "sb-e2e-x11", State: drydock.SandboxRunning, Token: "tb-token", VNCPassword: password,
 		Endpoint: drydock.Endpoint{Network: "unix", Address: filepath.Join(sockDir, "tb.sock")}}
-	hs, ws := inProcessAPI(t, func(ctx context.Context, id string) (*drydock.Sandbox, error) {
-		if id != sb.ID {
-			return nil, drydock.Errorf(drydock.ENOTFOUND, "no sandbox %s", id)
-		}
-		return sb, nil
-	})
-	job := &drydock.Job{ID: "0193e2e0-0000-7000-8000-00000000d5c1", Status: drydock.StatusPending, CreatedAt: time.Now().UTC(),
-		OwnerID: api.LocalPrincipal.ID, JobSpec: drydock.JobSpec{Task: "Open a window on the desktop", Profile: drydock.ProfileDesktop}}
-	if err := ws.CreateJob(t.Context(), job); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := ws.ClaimJob(t.Context(), "e2e", time.Minute); err != nil {
-		t.Fatal(err)
-	}
-	if err := ws.UpdateProgress(t.Context(), job.ID, "e2e", drydock.JobProgress{Steps: 1, SandboxID: &sb.ID}); err != nil {
-		t.Fatal(err)
-	}
+	hs, ws := inProcessAPI(t, sb, nil)
+	job := runningJob(t, ws, "0193e2e0-0000-7000-8000-00000000d5c1", "Open a window on the desktop", drydock.ProfileDesktop, sb.ID)
 
 	// Events of every kind the timeline draws, as the LLM agent writes them.
 	var pngBuf bytes.Buffer

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -27,9 +28,10 @@ import (
 // toolboxd on a unix socket, and a real X11 desktop on the host.
 
 // inProcessAPI serves the API and the UI from this process in development
-// mode, with the sandboxes sandboxes finds, and returns the server and its
-// store, in which the test plays the worker.
-func inProcessAPI(t *testing.T, sandboxes func(context.Context, string) (*drydock.Sandbox, error)) (*httptest.Server, *watch.Store) {
+// mode, with sb as the only sandbox (each lookup of it counted in asked
+// when not nil), and returns the server and its store, in which the test
+// plays the worker.
+func inProcessAPI(t *testing.T, sb *drydock.Sandbox, asked *atomic.Int64) (*httptest.Server, *watch.Store) {
 	t.Helper()
 	st, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "db"), nil)
 	if err != nil {
@@ -41,6 +43,15 @@ func inProcessAPI(t *testing.T, sandboxes func(context.Context, string) (*drydoc
 		t.Fatal(err)
 	}
 	ws := watch.Wrap(st)
+	sandboxes := func(ctx context.Context, id string) (*drydock.Sandbox, error) {
+		if id != sb.ID {
+			return nil, drydock.Errorf(drydock.ENOTFOUND, "no sandbox %s", id)
+		}
+		if asked != nil {
+			asked.Add(1)
+		}
+		return sb, nil
+	}
 	srv := api.New(api.Config{DevMode: true, SSEPoll: 100 * time.Millisecond, Sandboxes: sandboxes},
 		ws, nopQueue{}, arts, prometheus.NewRegistry(), nil)
 	hs := httptest.NewServer(srv)
@@ -48,6 +59,26 @@ func inProcessAPI(t *testing.T, sandboxes func(context.Context, string) (*drydoc
 	// Shutdown ends them, as drydock server does when it stops.
 	t.Cleanup(func() { srv.Shutdown(); hs.Close() })
 	return hs, ws
+}
+
+// runningJob puts a job in ws as a worker would: claimed, and in sandbox
+// sandboxID unless that is empty (a sandbox still being created).
+func runningJob(t *testing.T, ws *watch.Store, id, task string, profile drydock.Profile, sandboxID string) *drydock.Job {
+	t.Helper()
+	job := &drydock.Job{ID: id, Status: drydock.StatusPending, CreatedAt: time.Now().UTC(),
+		OwnerID: api.LocalPrincipal.ID, JobSpec: drydock.JobSpec{Task: task, Profile: profile}}
+	if err := ws.CreateJob(t.Context(), job); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ws.ClaimJob(t.Context(), "e2e", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if sandboxID != "" {
+		if err := ws.UpdateProgress(t.Context(), id, "e2e", drydock.JobProgress{Steps: 1, SandboxID: &sandboxID}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return job
 }
 
 // serveToolboxd serves a toolboxd made with cfg on the unix socket path
