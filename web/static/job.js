@@ -7,6 +7,7 @@ import { filesPanel } from './files.js';
 import { desktopPanel } from './desktop-view.js';
 
 const REFRESH_MS = 2000;
+const JUPYTER_WAIT_MS = 120000; // how long "Open Jupyter" waits for a starting sandbox
 
 export function jobPage(root, id, navigate) {
   document.title = `Drydock: job ${id.slice(0, 8)}`;
@@ -117,17 +118,32 @@ export function jobPage(root, id, navigate) {
 
   async function openJupyter() {
     // Open the tab now, while the click still allows a popup, and send it
-    // to the link once the API has signed one.
+    // to the link once the API has signed one. The button shows as soon as
+    // the job runs, before its sandbox exists: a 503 is asked again for a
+    // while rather than make the person click again.
     const tab = window.open('about:blank', '_blank');
-    try {
-      const link = await call(`${jobURL(id)}/jupyter/link`, { method: 'POST' });
-      if (tab) {
-        tab.opener = null;
-        tab.location = link.url;
+    const until = Date.now() + JUPYTER_WAIT_MS;
+    const waiting = 'Jupyter: waiting for the job\'s sandbox…';
+    const before = streamState.textContent;
+    for (;;) {
+      try {
+        const link = await call(`${jobURL(id)}/jupyter/link`, { method: 'POST' });
+        if (streamState.textContent === waiting) streamState.textContent = before;
+        if (tab) {
+          tab.opener = null;
+          tab.location = link.url;
+        }
+        return;
+      } catch (err) {
+        if (err.status === 503 && Date.now() < until && !tab?.closed && !ctl.signal.aborted) {
+          streamState.textContent = waiting;
+          await new Promise((resolve) => setTimeout(resolve, 2000));
+          continue;
+        }
+        tab?.close();
+        streamState.textContent = `Jupyter: ${err.message}`;
+        return;
       }
-    } catch (err) {
-      tab?.close();
-      streamState.textContent = `Jupyter: ${err.message}`;
     }
   }
 
