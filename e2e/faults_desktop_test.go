@@ -26,7 +26,7 @@ func TestFaultDesktopAndKernelKilledInSandbox(t *testing.T) {
 	t.Parallel()
 	e := newAgentEnv(t, "docker", "DRYDOCK_TEST_DOCKER_HOST", "anthropic", llmtest.Options{Turns: []llmtest.Turn{
 		{ToolCalls: []llm.ToolCall{llmtest.Call("computer", `{"action": "screenshot"}`)}},
-		{ToolCalls: []llm.ToolCall{llmtest.Call("bash", `{"command": "pkill -KILL -x x11vnc && pkill -KILL -x Xvfb && echo both-killed"}`)}},
+		{ToolCalls: []llm.ToolCall{llmtest.Call("bash", `{"command": "pkill -KILL -x x11vnc; pkill -KILL -x Xvfb && echo display-killed"}`)}},
 		{ToolCalls: []llm.ToolCall{llmtest.Call("computer", `{"action": "screenshot"}`)}},
 		{ToolCalls: []llm.ToolCall{llmtest.Call("execute_code", `{"language": "python", "code": "x = 41\nprint('set', x)"}`)}},
 		{ToolCalls: []llm.ToolCall{llmtest.Call("execute_code", `{"language": "python", "code": "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)"}`)}},
@@ -39,7 +39,9 @@ func TestFaultDesktopAndKernelKilledInSandbox(t *testing.T) {
 	}
 	reqs := e.model.Requests()
 	wasFed(t, reqs, 2, ok("Screenshot of the screen"))
-	wasFed(t, reqs, 3, ok("both-killed"))
+	// x11vnc may still be starting (the screenshot waited for the display
+	// only); the display is surely up.
+	wasFed(t, reqs, 3, ok("display-killed"))
 	wasFed(t, reqs, 4, ok("Screenshot of the screen"))
 	if len(reqs) >= 4 {
 		if rs := reqs[3].LastUser().ToolResults; len(rs) != 1 || len(rs[0].Images) != 1 {
