@@ -64,7 +64,7 @@ func (o SecretsOptions) box(ctx context.Context, st drydock.Store, dataDir strin
 		return nil, err
 	}
 	if !hmac.Equal(bound, check) {
-		return nil, fmt.Errorf("--secrets-key-file %s: this is not the key the store's secrets are sealed with (every replica needs the same key file; a lost data-directory key makes a new one). Restore the key the store was used with, or pass --secrets-key-reset to adopt this one: jobs still holding secrets sealed with the old key will fail", path)
+		return nil, fmt.Errorf("secrets key %s: this is not the key the store's secrets are sealed with (every replica needs the same --secrets-key-file; a lost data-directory key is replaced by a new one). Restore the key the store was used with, or pass --secrets-key-reset to adopt this one: jobs still holding secrets sealed with the old key will fail", path)
 	}
 	if o.KeyReset {
 		log.Warn("secrets key adopted by --secrets-key-reset: jobs holding secrets sealed with an earlier key will fail", "file", path)
