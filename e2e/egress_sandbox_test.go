@@ -15,7 +15,6 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/drydockhq/drydock"
-	"github.com/drydockhq/drydock/runtime/docker"
 	"github.com/drydockhq/drydock/runtime/runtimetest"
 )
 
@@ -83,11 +82,7 @@ func TestEgressFollowsTheJobsList(t *testing.T) {
 			}
 			s.args = append(s.args, "--docker-host", host, "--image-headless", img)
 			s.start()
-			rt, err := docker.New(docker.Options{Host: host})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer rt.Close()
+			rt := engineRuntime(t, host)
 			cli := rt.Client()
 
 			id := s.schedule(`{"task": "wait [fake:steps=0] [fake:hang]", "timeout": "10m", "egress": ["` + a + `"]}`)

@@ -2,7 +2,6 @@ package e2e_test
 
 import (
 	"bytes"
-	"encoding/json"
 	"net/http"
 	"net/http/cookiejar"
 	"os"
@@ -12,7 +11,6 @@ import (
 	"github.com/drydockhq/drydock"
 	"github.com/drydockhq/drydock/llm"
 	"github.com/drydockhq/drydock/llm/llmtest"
-	"github.com/drydockhq/drydock/runtime/docker"
 	"github.com/drydockhq/drydock/toolbox"
 )
 
@@ -63,28 +61,14 @@ func TestFaultJupyterServerKilledInSandbox(t *testing.T) {
 	if host == "" {
 		t.Skip("DRYDOCK_TEST_DOCKER_HOST not set: no docker engine to run sandboxes on (make test starts one)")
 	}
-	rt, err := docker.New(docker.Options{Host: host})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rt.Close()
+	rt := engineRuntime(t, host)
 	s := dockerServer(t, host)
 	s.start()
 	id := s.schedule(`{"task": "keep going [fake:steps=1] [fake:delay=0s] [fake:hang]"}`)
-	var link struct{ URL string }
-	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(200 * time.Millisecond) {
-		code, body := s.do("POST", "/v1/jobs/"+id+"/jupyter/link", "", "")
-		if code == 200 {
-			json.Unmarshal(body, &link)
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no Jupyter link: %d %s", code, body)
-		}
-	}
+	link := jupyterLink(t, s, id, "")
 	jar, _ := cookiejar.New(nil)
 	hc := &http.Client{Jar: jar, Timeout: 30 * time.Second}
-	resp, err := hc.Get(link.URL) // trades the link for the session cookie
+	resp, err := hc.Get(link) // trades the link for the session cookie
 	if err != nil {
 		t.Fatal(err)
 	}

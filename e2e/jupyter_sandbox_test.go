@@ -258,17 +258,7 @@ func TestBrowserJupyter(t *testing.T) {
 	var job drydock.Job
 	json.Unmarshal(body, &job)
 	t.Cleanup(func() { s.do("POST", "/v1/jobs/"+job.ID+"/cancel", alice, "") })
-	var link struct{ URL string }
-	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(200 * time.Millisecond) {
-		code, body = s.do("POST", "/v1/jobs/"+job.ID+"/jupyter/link", alice, "")
-		if code == 200 {
-			json.Unmarshal(body, &link)
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no Jupyter link: %d %s\n%s", code, body, s.logs)
-		}
-	}
+	link := jupyterLink(t, s, job.ID, alice)
 	base := "/jobs/" + job.ID + "/jupyter/"
 	// Neither an anonymous visitor nor another user gets in.
 	if code, _ := s.do("GET", base+"api/kernels", "", ""); code != 401 {
@@ -281,7 +271,7 @@ func TestBrowserJupyter(t *testing.T) {
 	// The link in the browser: a "starting" page that reloads itself, then
 	// the classic notebook's tree with the agent's notes.
 	t0 := time.Now()
-	within(t, ctx, 20*time.Second, chromedp.Navigate(link.URL))
+	within(t, ctx, 20*time.Second, chromedp.Navigate(link))
 	waitAcrossLoads(t, ctx, 3*time.Minute, `!!document.querySelector("#notebook_list") && [...document.querySelectorAll("#notebook_list .item_link")].some(a => a.textContent.trim() === "notes")`)
 	t.Logf("the tree showed the workspace %v after opening the link", time.Since(t0).Round(time.Millisecond))
 	if u := eval[string](t, ctx, "location.href"); strings.Contains(u, "t=") || !strings.Contains(u, base+"tree") {
@@ -292,7 +282,7 @@ func TestBrowserJupyter(t *testing.T) {
 	// Jupyter's own pages do), then run in the page.
 	jar, _ := cookiejar.New(nil)
 	hc := &http.Client{Jar: jar}
-	resp, err := hc.Get(link.URL)
+	resp, err := hc.Get(link)
 	if err != nil {
 		t.Fatal(err)
 	}

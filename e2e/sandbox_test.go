@@ -2,6 +2,7 @@ package e2e_test
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"slices"
 	"strings"
@@ -11,6 +12,36 @@ import (
 	"github.com/drydockhq/drydock"
 	"github.com/drydockhq/drydock/runtime/docker"
 )
+
+// engineRuntime is a client of the engine at host for the test to look at
+// or reach into sandboxes with, closed when the test ends.
+func engineRuntime(t *testing.T, host string) *docker.Runtime {
+	t.Helper()
+	rt, err := docker.New(docker.Options{Host: host})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rt.Close() })
+	return rt
+}
+
+// jupyterLink asks for a job's Jupyter link until its sandbox exists.
+func jupyterLink(t *testing.T, s *server, id, token string) string {
+	t.Helper()
+	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(200 * time.Millisecond) {
+		code, body := s.do("POST", "/v1/jobs/"+id+"/jupyter/link", token, "")
+		if code == 200 {
+			var link struct{ URL string }
+			if err := json.Unmarshal(body, &link); err != nil || link.URL == "" {
+				t.Fatalf("Jupyter link: %v %s", err, body)
+			}
+			return link.URL
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no Jupyter link: %d %s\n%s", code, body, s.logs)
+		}
+	}
+}
 
 // destroyByServer removes every sandbox a test's server created.
 func destroyByServer(t *testing.T, host, node string) {
@@ -83,11 +114,7 @@ func TestJobInRealSandbox(t *testing.T) {
 				}
 			}
 			// The sandbox is gone.
-			rt, err := docker.New(docker.Options{Host: host})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer rt.Close()
+			rt := engineRuntime(t, host)
 			// It is destroyed right after the job is finished.
 			for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
 				left, err := rt.List(t.Context(), map[string]string{drydock.LabelJob: id})

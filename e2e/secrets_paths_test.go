@@ -275,11 +275,7 @@ func TestSecretsWarmPool(t *testing.T) {
 			s := currentImageServer(t, host, "--pool-headless", "1")
 			node := s.node
 			s.start()
-			rt, err := docker.New(docker.Options{Host: host})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer rt.Close()
+			rt := engineRuntime(t, host)
 			waitIdle(t, s, 1)
 
 			value := newSecretValue("warm")
@@ -374,11 +370,7 @@ func TestSecretsRecovery(t *testing.T) {
 	if host == "" {
 		t.Skip("DRYDOCK_TEST_DOCKER_HOST not set: no docker engine to run sandboxes on (make test starts one)")
 	}
-	rt, err := docker.New(docker.Options{Host: host})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rt.Close()
+	rt := engineRuntime(t, host)
 
 	// cold: the job's own sandbox; warm: one it claimed from the pool,
 	// whose claim the restarted server must find again.

@@ -21,7 +21,6 @@ import (
 	"github.com/drydockhq/drydock"
 	"github.com/drydockhq/drydock/llm"
 	"github.com/drydockhq/drydock/llm/llmtest"
-	"github.com/drydockhq/drydock/runtime/docker"
 	"github.com/drydockhq/drydock/runtime/runtimetest"
 )
 
@@ -84,11 +83,7 @@ func canarySecrets(t *testing.T, engine, host string) {
 		// Looks like nothing: only the job's secrets mask it.
 		"job secret": "plain-" + drydock.RandomHex(12),
 	}
-	rt, err := docker.New(docker.Options{Host: host})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rt.Close()
+	rt := engineRuntime(t, host)
 
 	node := "e2e-secrets-" + engine + "-" + drydock.RandomHex(4)
 	live := &liveFiles{}
