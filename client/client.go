@@ -32,15 +32,15 @@ type Client struct {
 	hc        *http.Client
 	userAgent string
 
-	// Reconnect backoff and idle limit of event streams. Fields rather than
-	// constants so the package's tests do not wait seconds.
+	// Reconnect backoff (event streams, Schedule's retries) and the idle
+	// limit of event streams. Fields rather than constants so the package's
+	// tests do not wait seconds.
 	backoffMin, backoffMax time.Duration
 	streamIdle             time.Duration
 	pollMin, pollMax       time.Duration
 
-	// Retries of Schedule after an answer was lost, and their backoff.
-	retries            int
-	retryMin, retryMax time.Duration
+	// Retries of Schedule after an answer was lost (with the backoff above).
+	retries int
 }
 
 // Option configures a Client.
@@ -84,11 +84,10 @@ func New(baseURL, token string, opts ...Option) *Client {
 		streamIdle: 45 * time.Second,
 		pollMin:    time.Second,
 		pollMax:    5 * time.Second,
-		// About 8 s in all: enough for a restarting server or a
-		// replica's lost connection, short for someone waiting.
-		retries:  DefaultRetries,
-		retryMin: 250 * time.Millisecond,
-		retryMax: 4 * time.Second,
+		// With the backoff above, 4–8 s in all: enough for a
+		// restarting server or a replica's lost connection, short for
+		// someone waiting.
+		retries: DefaultRetries,
 	}
 	c.base, c.baseErr = parseBase(baseURL)
 	for _, o := range opts {

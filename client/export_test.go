@@ -8,6 +8,5 @@ func FastRetries(c *Client, idle time.Duration) *Client {
 	c.backoffMin, c.backoffMax = 5*time.Millisecond, 20*time.Millisecond
 	c.streamIdle = idle
 	c.pollMin, c.pollMax = 5*time.Millisecond, 20*time.Millisecond
-	c.retryMin, c.retryMax = 5*time.Millisecond, 20*time.Millisecond
 	return c
 }

@@ -131,14 +131,19 @@ func (c *Client) scheduleOnce(ctx context.Context, spec drydock.JobSpec, hdr htt
 	return &j, false, nil
 }
 
-// retryDelay is the pause before retry n (1, 2, ...): doubling from
-// retryMin up to retryMax, each drawn from its upper half so that clients
-// cut off together do not come back together.
+// retryDelay is the pause before retry n (1, 2, ...): the event streams'
+// reconnect backoff, doubling from backoffMin up to backoffMax.
 func (c *Client) retryDelay(n int) time.Duration {
-	d := c.retryMin << min(n-1, 20)
-	if d <= 0 || d > c.retryMax {
-		d = c.retryMax
+	d := c.backoffMin << min(n-1, 20)
+	if d <= 0 || d > c.backoffMax {
+		d = c.backoffMax
 	}
+	return jitter(d)
+}
+
+// jitter draws a pause from the upper half of d, so that clients cut off
+// together (a restarted server) do not come back in lockstep.
+func jitter(d time.Duration) time.Duration {
 	return d/2 + rand.N(d/2+1)
 }
 

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"mime"
 	"net/http"
 	"net/url"
@@ -61,10 +60,7 @@ func (c *Client) StreamEvents(ctx context.Context, id string, after int64, fn fu
 		if s.retryMin > 0 && s.delay < s.retryMin {
 			s.delay = s.retryMin
 		}
-		// Jitter keeps a crowd of clients from reconnecting to a restarted
-		// server in lockstep.
-		wait := s.delay/2 + rand.N(s.delay/2+1)
-		t := time.NewTimer(wait)
+		t := time.NewTimer(jitter(s.delay))
 		select {
 		case <-ctx.Done():
 			t.Stop()
