@@ -591,3 +591,49 @@ func TestCreateKeepsBudgetAndEgress(t *testing.T) {
 		t.Fatalf("stored budget %d, egress %q; want 16000 and the trimmed list", got.ContextBudget, got.Egress)
 	}
 }
+
+// Development mode lasts exactly while no token exists: the first token
+// created on a running server closes anonymous access at once, and revoking
+// the last one reopens it, without a restart (issue 14).
+func TestDevelopmentModeIsDecidedPerRequest(t *testing.T) {
+	t.Parallel()
+	b := setup(t, true)
+	if resp, data := b.do(t, "GET", "/v1/jobs", "", ""); resp.StatusCode != http.StatusOK {
+		t.Fatalf("anonymous list with no tokens: %d %s", resp.StatusCode, data)
+	}
+	secret, hash := drydock.NewTokenSecret()
+	if err := b.store.CreateToken(t.Context(), &drydock.Token{ID: "tok_first", Name: "first", Admin: true, CreatedAt: time.Now(), Hash: hash}); err != nil {
+		t.Fatal(err)
+	}
+	resp, data := b.do(t, "GET", "/v1/jobs", "", "")
+	if resp.StatusCode != http.StatusUnauthorized || errorCode(t, data) != "unauthorized" {
+		t.Fatalf("anonymous list after the first token: %d %s; want 401", resp.StatusCode, data)
+	}
+	if resp, data := b.do(t, "GET", "/jobs/x/desktop", "", ""); resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("anonymous live view after the first token: %d %s; want 401", resp.StatusCode, data)
+	}
+	if resp, data := b.do(t, "GET", "/v1/jobs", secret, ""); resp.StatusCode != http.StatusOK {
+		t.Fatalf("list with the token: %d %s", resp.StatusCode, data)
+	}
+	if err := b.store.RevokeToken(t.Context(), "tok_first"); err != nil {
+		t.Fatal(err)
+	}
+	if resp, data := b.do(t, "GET", "/v1/jobs", "", ""); resp.StatusCode != http.StatusOK {
+		t.Fatalf("anonymous list after the last token was revoked: %d %s", resp.StatusCode, data)
+	}
+}
+
+// A server that may not run in development mode (not on loopback) never
+// lets an anonymous request in, even when every token has been revoked.
+func TestNoDevelopmentModeOffLoopback(t *testing.T) {
+	t.Parallel()
+	b := setup(t, false)
+	for _, id := range []string{"tok_alice", "tok_bob", "tok_admin"} {
+		if err := b.store.RevokeToken(t.Context(), id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if resp, data := b.do(t, "GET", "/v1/jobs", "", ""); resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("anonymous list with every token revoked: %d %s; want 401", resp.StatusCode, data)
+	}
+}

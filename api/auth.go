@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 
@@ -31,7 +32,12 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := r.Header.Get("Authorization")
 		if h == "" {
-			if s.cfg.DevMode {
+			dev, err := s.devMode(r.Context())
+			if err != nil {
+				s.writeError(w, r, err)
+				return
+			}
+			if dev {
 				next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, LocalPrincipal)))
 				return
 			}
@@ -59,6 +65,23 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 		p := Principal{ID: tok.ID, Admin: tok.Admin}
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, p)))
 	})
+}
+
+// devMode reports whether requests without a token act as the local admin
+// now: only on a loopback server (cfg.DevMode) and only while no unrevoked
+// token exists. It asks the store every time rather than deciding at start,
+// so that creating the first token (from the CLI, on this or another
+// replica) closes anonymous access at once, and revoking the last one is
+// seen at once too.
+func (s *Server) devMode(ctx context.Context) (bool, error) {
+	if !s.cfg.DevMode {
+		return false, nil
+	}
+	n, err := s.store.CountTokens(ctx)
+	if err != nil {
+		return false, fmt.Errorf("count tokens: %w", err)
+	}
+	return n == 0, nil
 }
 
 // visible reports whether p may see job; other owners' jobs are reported as

@@ -25,8 +25,11 @@ type Queue interface {
 
 // Config holds the server's settings.
 type Config struct {
-	// DevMode lets requests without a token act as the local admin. The
-	// caller allows it only on loopback with no tokens configured.
+	// DevMode allows development mode: while the store holds no unrevoked
+	// token, requests without a token act as the local admin. It is decided
+	// per request, so the first token created ends it at once and revoking
+	// the last one reopens it. The caller sets DevMode only for a server
+	// that listens on loopback alone.
 	DevMode bool
 	// PublicURL is the base of links in answers; "" derives it from the
 	// request's Host.

@@ -313,7 +313,12 @@ func (s *Server) liveAuth(scope string, next liveHandler) http.Handler {
 			}
 		}
 		if tok == "" {
-			if r.Header.Get("Authorization") == "" && !s.cfg.DevMode {
+			dev, err := s.devMode(r.Context())
+			if err != nil {
+				s.liveError(w, r, err)
+				return
+			}
+			if r.Header.Get("Authorization") == "" && !dev {
 				// What authenticate would answer, but as a page a person
 				// can read when it is one.
 				w.Header().Set("WWW-Authenticate", `Bearer realm="drydock"`)

@@ -139,13 +139,14 @@ func (c *ServerCmd) Run(g *Globals) error {
 	if err != nil {
 		return fmt.Errorf("count tokens: %w", err)
 	}
-	devMode := false
+	// Development mode is allowed on loopback only and decided per request
+	// (api.Server.devMode): it lasts while no token exists.
+	devMode := isLoopback(c.Listen)
 	switch {
-	case tokens == 0 && !isLoopback(c.Listen):
+	case tokens == 0 && !devMode:
 		return fmt.Errorf("refusing to listen on %s without API tokens: anyone who can reach it could run code. Create a token with 'drydock token create --admin --data-dir %s', or listen on 127.0.0.1", c.Listen, c.DataDir)
 	case tokens == 0:
-		devMode = true
-		log.Warn("development mode: no API tokens exist, so requests without a token act as the local admin; this is allowed on loopback only", "listen", c.Listen)
+		log.Warn("development mode: no API tokens exist, so requests without a token act as the local admin until the first token is created; this is allowed on loopback only", "listen", c.Listen)
 	}
 
 	secrets, err := c.Secrets.box(ctx, st, c.DataDir, c.Store == "", log)

@@ -50,8 +50,15 @@ func (c *TokenCreateCmd) Run(g *Globals, parent *TokenCmd) error {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
 	t := &drydock.Token{ID: "tok_" + hex.EncodeToString(b[:]), Name: c.Name, Admin: c.Admin, CreatedAt: time.Now().UTC(), Hash: hash}
+	before, err := st.CountTokens(ctx)
+	if err != nil {
+		return fmt.Errorf("count tokens: %w", err)
+	}
 	if err := st.CreateToken(ctx, t); err != nil {
 		return fmt.Errorf("create token: %w", err)
+	}
+	if before == 0 {
+		fmt.Fprintln(g.Err, "Development mode is now off: this was the first token, so a server on this store refuses requests without a token from now on (no restart needed).")
 	}
 	if c.JSON {
 		return json.NewEncoder(g.Out).Encode(map[string]any{"id": t.ID, "name": t.Name, "admin": t.Admin, "token": secret})
@@ -108,5 +115,12 @@ func (c *TokenRevokeCmd) Run(g *Globals, parent *TokenCmd) error {
 		return fmt.Errorf("revoke %s: %w", c.ID, err)
 	}
 	fmt.Fprintf(g.Out, "revoked %s\n", c.ID)
+	left, err := st.CountTokens(ctx)
+	if err != nil {
+		return fmt.Errorf("count tokens: %w", err)
+	}
+	if left == 0 {
+		fmt.Fprintf(g.Err, "No token remains. A server on this store that listens on loopback now accepts requests without a token as the local admin (development mode), at once; on any other address it refuses every request, and does not start again. Create a token with 'drydock token create --admin' to close it.\n")
+	}
 	return nil
 }
