@@ -420,9 +420,13 @@ func TestJupyterCookieDiesWithItsToken(t *testing.T) {
 	if err := b.store.RevokeToken(t.Context(), "tok_alice"); err != nil {
 		t.Fatal(err)
 	}
+	seen := len(jup.requests())
 	resp, data := withCookie(t, b, "GET", base+"api/status", ck)
 	if resp.StatusCode != http.StatusUnauthorized || !bytes.Contains(data, []byte("revoked")) {
 		t.Errorf("the cookie after its token was revoked: %d %s; want 401 saying so", resp.StatusCode, data)
+	}
+	if n := len(jup.requests()); n != seen {
+		t.Errorf("the sandbox's Jupyter got %d requests of a revoked cookie", n-seen)
 	}
 }
 
