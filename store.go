@@ -77,6 +77,11 @@ type Store interface {
 	// TokenByHash returns the unrevoked token with this hash, or ENOTFOUND. It
 	// may record LastUsedAt in the background (at most once a minute).
 	TokenByHash(ctx context.Context, hash []byte) (*Token, error)
+	// TokenByID returns the unrevoked token with this id, or ENOTFOUND for
+	// an unknown or revoked one. It records no use: the server asks it to
+	// learn whether what a token opened (event streams, live views, signed
+	// links) may stay open.
+	TokenByID(ctx context.Context, id string) (*Token, error)
 	ListTokens(ctx context.Context) ([]*Token, error)
 	RevokeToken(ctx context.Context, id string) error
 	// CountTokens counts unrevoked tokens; the server needs at least one to

@@ -1,7 +1,9 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -52,7 +54,7 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 		}
-		release, err := s.streams.acquire(streamUser(r, job))
+		release, err := s.streams.acquire(principalFrom(r.Context()).ID)
 		if err != nil {
 			s.writeError(w, r, err)
 			return
@@ -100,7 +102,10 @@ func parseAfter(v string) (int64, error) {
 }
 
 // streamEvents sends the job's events as Server-Sent Events from seq after
-// on, then follows the log until the job is terminal and fully sent.
+// on, then follows the log until the job is terminal and fully sent, or
+// until the caller's token is revoked (or development mode ends, for an
+// anonymous caller): then it closes without the end event, and the client's
+// reconnection is refused like any request of that token.
 func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, id string, after int64) {
 	flusher, ok := w.(http.Flusher)
 	if !ok {
@@ -116,7 +121,8 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, id string,
 	fmt.Fprint(w, "retry: 2000\n\n")
 	flusher.Flush()
 
-	ctx := r.Context()
+	ctx, stop := s.revoked.whileValid(r.Context(), principalFrom(r.Context()))
+	defer stop()
 	ping := time.NewTicker(s.cfg.SSEPing)
 	defer ping.Stop()
 	poll := time.NewTimer(0)
@@ -173,6 +179,13 @@ func (s *Server) streamEvents(w http.ResponseWriter, r *http.Request, id string,
 			return true
 		}()
 		if !more {
+			if errors.Is(context.Cause(ctx), errRevoked) {
+				// A comment, which clients skip: an event here would be
+				// taken for one of the job's.
+				_ = rc.SetWriteDeadline(time.Now().Add(5 * time.Second))
+				fmt.Fprint(w, ": closed: the token of this stream was revoked\n\n")
+				flusher.Flush()
+			}
 			return
 		}
 	}

@@ -1,7 +1,6 @@
 package api
 
 import (
-	"net/http"
 	"sync"
 
 	"github.com/drydockhq/drydock"
@@ -37,8 +36,9 @@ func newStreamLimit(perUser, total int) *streamLimit {
 	return &streamLimit{perUser: perUser, total: total, users: map[string]int{}}
 }
 
-// acquire takes a slot for user; the caller must call release once the
-// connection ends. It fails with a 429 error when the user or the server
+// acquire takes a slot for user (the caller's token id, or for a signed
+// link the token it was made for; "local" in development mode); the caller
+// must call release once the connection ends. It fails with a 429 error when the user or the server
 // is at its limit.
 func (l *streamLimit) acquire(user string) (release func(), err error) {
 	l.mu.Lock()
@@ -62,14 +62,4 @@ func (l *streamLimit) acquire(user string) (release func(), err error) {
 			}
 		})
 	}, nil
-}
-
-// streamUser is whom a long-lived connection counts against: the caller's
-// token, or for a signed link (which carries no token) the job's owner, to
-// whom the link was given.
-func streamUser(r *http.Request, job *drydock.Job) string {
-	if p := principalFrom(r.Context()); p.ID != "" {
-		return p.ID
-	}
-	return job.OwnerID
 }

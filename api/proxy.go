@@ -43,7 +43,7 @@ func (s *Server) handleDesktopProxy(w http.ResponseWriter, r *http.Request, a *l
 		s.writeError(w, r, err)
 		return
 	}
-	release, err := s.streams.acquire(streamUser(r, a.job))
+	release, err := s.streams.acquire(a.who.ID)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -83,9 +83,9 @@ func (s *Server) handleDesktopProxy(w http.ResponseWriter, r *http.Request, a *l
 	log.Info("desktop viewer connected")
 
 	// The hijacked request's context is not a lifetime to rely on; the
-	// bridge lives until either side leaves, the job ends or the server
-	// shuts down.
-	jobCtx, stop := s.untilJobEnds(context.Background(), a.job.ID)
+	// bridge lives until either side leaves, the job ends, the server
+	// shuts down or the viewer's token (or the link's) is revoked.
+	jobCtx, stop := s.liveLifetime(context.Background(), a)
 	defer stop()
 	err = bridgeRFB(jobCtx, client, backend, sb.VNCPassword, a.control)
 	if err != nil && !isClosedErr(err) {
@@ -105,6 +105,8 @@ func closeReason(cause, err error) (websocket.StatusCode, string) {
 		return websocket.StatusNormalClosure, "the job has ended"
 	case errors.Is(cause, errShutdown):
 		return websocket.StatusGoingAway, "the server is shutting down"
+	case errors.Is(cause, errRevoked):
+		return websocket.StatusPolicyViolation, "access was revoked: the token that opened this view is no longer valid"
 	case err == nil || isClosedErr(err):
 		return websocket.StatusNormalClosure, ""
 	case errors.As(err, &re):
@@ -619,20 +621,26 @@ func (s *Server) handleJupyter(w http.ResponseWriter, r *http.Request, a *liveAc
 		return
 	}
 	if r.Header.Get("Upgrade") != "" {
-		release, err := s.streams.acquire(streamUser(r, a.job))
+		release, err := s.streams.acquire(a.who.ID)
 		if err != nil {
 			s.liveError(w, r, err)
 			return
 		}
 		defer release()
 		// The proxy closes an upgraded connection when the request's
-		// context ends: tie it to the job's life.
-		ctx, stop := s.untilJobEnds(r.Context(), a.job.ID)
+		// context ends: tie it to the job's life and to its principal's.
+		ctx, stop := s.liveLifetime(r.Context(), a)
 		defer stop()
 		r = r.WithContext(ctx)
 		gauge := s.live.conns.WithLabelValues("jupyter")
 		gauge.Inc()
 		defer gauge.Dec()
+	} else {
+		// A long request (a download, a long poll) ends with its
+		// principal too.
+		ctx, stop := s.revoked.whileValid(r.Context(), a.who)
+		defer stop()
+		r = r.WithContext(ctx)
 	}
 	s.jupyterProxy(s.toolboxFor(sb), sb.Token, sb.ID).ServeHTTP(w, r)
 }

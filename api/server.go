@@ -47,6 +47,10 @@ type Config struct {
 	// 429.
 	MaxStreamsPerUser int
 	MaxStreams        int
+	// RevocationCheck is how often open event streams and live views check
+	// that the token that opened them (or development mode) is still valid
+	// (default DefaultRevocationCheck); a revoked one's are closed.
+	RevocationCheck time.Duration
 
 	// Sandboxes finds a sandbox by id with its toolboxd endpoint and token
 	// (Runtime.Get). It enables the live views: a running job's workspace,
@@ -97,6 +101,7 @@ type Server struct {
 	routes    []route
 	live      *live
 	streams   *streamLimit
+	revoked   *revocations
 	closing   chan struct{}
 	closeOnce sync.Once
 }
@@ -137,6 +142,7 @@ func New(cfg Config, store *watch.Store, queue Queue, artifacts drydock.Artifact
 	}
 	s.closing = make(chan struct{})
 	s.streams = newStreamLimit(cfg.MaxStreamsPerUser, cfg.MaxStreams)
+	s.revoked = newRevocations(s, cfg.RevocationCheck)
 	reg.MustRegister(s.reqs, s.latency)
 	s.initLive(reg)
 	s.routesSetup()

@@ -33,10 +33,13 @@ import (
 // short-lived links signed with a server key instead; the API token itself
 // never travels in a URL.
 
-// Scopes of a signed link.
+// Scopes of a signed link, and of the cookie a Jupyter link leaves. The
+// cookie's own scope keeps it from being used as a link, which would trade
+// it for a fresh cookie.
 const (
-	scopeDesktop = "desktop"
-	scopeJupyter = "jupyter"
+	scopeDesktop        = "desktop"
+	scopeJupyter        = "jupyter"
+	scopeJupyterSession = "jupyter-session"
 )
 
 const (
@@ -45,7 +48,8 @@ const (
 	// link.
 	DefaultLinkTTL = 5 * time.Minute
 	// jupyterSessionTTL bounds the cookie a Jupyter link leaves behind, since
-	// Jupyter's own pages make requests that cannot carry the link.
+	// Jupyter's own pages make requests that cannot carry the link. It
+	// counts from when the link was made, however often the link is used.
 	jupyterSessionTTL = 8 * time.Hour
 	jupyterCookie     = "drydock_jupyter"
 	linkParam         = "t"
@@ -146,12 +150,18 @@ func createLinkKey(path string) error {
 }
 
 // linkClaims is what a signed link grants: one scope of one job, until
-// Expires, view-only unless Control.
+// Expires, view-only unless Control. Principal is who asked for it (a token
+// id, or "local" in development mode): every use checks that it is still
+// valid and may still see the job, so revoking a token kills its links and
+// the Jupyter cookies made from them. Issued is when the link was made; a
+// Jupyter cookie made from it lasts jupyterSessionTTL from then.
 type linkClaims struct {
-	Job     string `json:"j"`
-	Scope   string `json:"s"`
-	Control bool   `json:"c,omitempty"`
-	Expires int64  `json:"e"`
+	Job       string `json:"j"`
+	Scope     string `json:"s"`
+	Control   bool   `json:"c,omitempty"`
+	Expires   int64  `json:"e"`
+	Principal string `json:"p"`
+	Issued    int64  `json:"i"`
 }
 
 func (s *Server) linkMAC(payload string) []byte {
@@ -186,10 +196,38 @@ func (s *Server) verifyLink(tok, job, scope string) (*linkClaims, error) {
 		return nil, errBadLink
 	}
 	var c linkClaims
-	if err := json.Unmarshal(b, &c); err != nil || c.Job != job || c.Scope != scope || time.Now().Unix() >= c.Expires {
+	// A link without a principal predates revocation checks: nobody can
+	// tell whether its token still stands, so it is refused.
+	if err := json.Unmarshal(b, &c); err != nil || c.Job != job || c.Scope != scope || time.Now().Unix() >= c.Expires ||
+		c.Principal == "" || c.Issued <= 0 {
 		return nil, errBadLink
 	}
 	return &c, nil
+}
+
+var errRevokedLink = drydock.Errorf(drydock.EUNAUTHORIZED, "the token this link was made for has been revoked (or development mode has ended); ask for a new link with a valid token")
+
+// admitLink checks that the principal a link or cookie was made for is
+// still valid and may still see the job, and returns what it may do.
+func (s *Server) admitLink(ctx context.Context, c *linkClaims) (*liveAccess, error) {
+	p, err := s.principalValid(ctx, c.Principal)
+	if err != nil {
+		return nil, err
+	}
+	if p == nil {
+		return nil, errRevokedLink
+	}
+	job, err := s.store.GetJob(ctx, c.Job)
+	if drydock.ErrorCode(err) == drydock.ENOTFOUND {
+		return nil, errBadLink
+	}
+	if err != nil {
+		return nil, err
+	}
+	if !visible(*p, job) {
+		return nil, errBadLink
+	}
+	return &liveAccess{job: job, control: c.Control, who: *p}, nil
 }
 
 // Link is the answer of POST /v1/jobs/{id}/desktop/link and .../jupyter/link.
@@ -232,8 +270,10 @@ func (s *Server) handleLink(scope string) http.HandlerFunc {
 		if ttl <= 0 {
 			ttl = DefaultLinkTTL
 		}
-		exp := time.Now().Add(ttl).Truncate(time.Second)
-		c := linkClaims{Job: job.ID, Scope: scope, Control: req.Control && scope == scopeDesktop, Expires: exp.Unix()}
+		now := time.Now()
+		exp := now.Add(ttl).Truncate(time.Second)
+		c := linkClaims{Job: job.ID, Scope: scope, Control: req.Control && scope == scopeDesktop, Expires: exp.Unix(),
+			Principal: principalFrom(r.Context()).ID, Issued: now.Unix()}
 		tok := url.QueryEscape(s.signLink(c))
 		base := s.liveBase(r) + "/jobs/" + url.PathEscape(job.ID)
 		link := Link{Control: c.Control, ExpiresAt: exp.UTC()}
@@ -278,10 +318,13 @@ func (s *Server) liveOrigin() string {
 	return wsURL(u.Scheme+"://"+u.Host) + " " + u.Scheme + "://" + u.Host
 }
 
-// liveAccess is who opened a live view and what they may do.
+// liveAccess is who opened a live view and what they may do. who is the
+// bearer of the token, or the principal a link was made for: the view
+// closes when it is revoked.
 type liveAccess struct {
 	job     *drydock.Job
 	control bool
+	who     Principal
 }
 
 type liveHandler func(w http.ResponseWriter, r *http.Request, a *liveAccess)
@@ -297,18 +340,27 @@ func (s *Server) liveAuth(scope string, next liveHandler) http.Handler {
 			s.liveError(w, r, err)
 			return
 		}
-		next(w, r, &liveAccess{job: job, control: r.URL.Query().Get("control") == "1"})
+		next(w, r, &liveAccess{job: job, control: r.URL.Query().Get("control") == "1", who: principalFrom(r.Context())})
 	}))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := r.PathValue("id")
 		tok := r.URL.Query().Get(linkParam)
+		var refused error = drydock.Errorf(drydock.EUNAUTHORIZED, "open this from the job's page in the web UI: it needs a signed link (POST /v1/jobs/%s/%s/link) or an API token", id, scope)
 		if tok == "" && scope == scopeJupyter && r.Header.Get("Authorization") == "" {
 			// Jupyter's own requests carry the session cookie; a stale one
 			// falls through to the token check (development mode passes).
 			if ck, err := r.Cookie(jupyterCookie); err == nil {
-				if c, err := s.verifyLink(ck.Value, id, scope); err == nil {
-					s.serveLinked(w, r, c, next)
-					return
+				if c, err := s.verifyLink(ck.Value, id, scopeJupyterSession); err == nil {
+					a, err := s.admitLink(r.Context(), c)
+					switch {
+					case err == nil:
+						next(w, r, a)
+						return
+					case drydock.ErrorCode(err) != drydock.EUNAUTHORIZED:
+						s.liveError(w, r, err)
+						return
+					}
+					refused = err
 				}
 			}
 		}
@@ -322,7 +374,7 @@ func (s *Server) liveAuth(scope string, next liveHandler) http.Handler {
 				// What authenticate would answer, but as a page a person
 				// can read when it is one.
 				w.Header().Set("WWW-Authenticate", `Bearer realm="drydock"`)
-				s.liveError(w, r, drydock.Errorf(drydock.EUNAUTHORIZED, "open this from the job's page in the web UI: it needs a signed link (POST /v1/jobs/%s/%s/link) or an API token", id, scope))
+				s.liveError(w, r, refused)
 				return
 			}
 			viaToken.ServeHTTP(w, r)
@@ -333,21 +385,17 @@ func (s *Server) liveAuth(scope string, next liveHandler) http.Handler {
 			s.liveError(w, r, err)
 			return
 		}
+		a, err := s.admitLink(r.Context(), c)
+		if err != nil {
+			s.liveError(w, r, err)
+			return
+		}
 		if scope == scopeJupyter {
 			s.startJupyterSession(w, r, c)
 			return
 		}
-		s.serveLinked(w, r, c, next)
+		next(w, r, a)
 	})
-}
-
-func (s *Server) serveLinked(w http.ResponseWriter, r *http.Request, c *linkClaims, next liveHandler) {
-	job, err := s.store.GetJob(r.Context(), c.Job)
-	if err != nil {
-		s.liveError(w, r, err)
-		return
-	}
-	next(w, r, &liveAccess{job: job, control: c.Control})
 }
 
 // liveError answers a page load with a short HTML page and anything else
@@ -387,13 +435,16 @@ func (s *Server) liveError(w http.ResponseWriter, r *http.Request, err error) {
 // startJupyterSession trades a Jupyter link for an HttpOnly cookie scoped to
 // the job's Jupyter path, then sends the browser to the same URL without the
 // link, so that the link is not kept in history nor sent to the sandbox.
+// The cookie is made for the link's principal and ends jupyterSessionTTL
+// after the link was made; its own scope keeps it from being traded again.
 func (s *Server) startJupyterSession(w http.ResponseWriter, r *http.Request, c *linkClaims) {
-	sess := linkClaims{Job: c.Job, Scope: scopeJupyter, Expires: time.Now().Add(jupyterSessionTTL).Unix()}
+	sess := linkClaims{Job: c.Job, Scope: scopeJupyterSession, Principal: c.Principal, Issued: c.Issued,
+		Expires: c.Issued + int64(jupyterSessionTTL/time.Second)}
 	http.SetCookie(w, &http.Cookie{
 		Name:     jupyterCookie,
 		Value:    s.signLink(sess),
 		Path:     "/jobs/" + c.Job + "/jupyter/",
-		MaxAge:   int(jupyterSessionTTL / time.Second),
+		MaxAge:   max(1, int(time.Until(time.Unix(sess.Expires, 0))/time.Second)),
 		HttpOnly: true,
 		Secure:   r.TLS != nil,
 		SameSite: http.SameSiteStrictMode,
@@ -501,6 +552,15 @@ func (s *Server) untilJobEnds(parent context.Context, id string) (context.Contex
 		}
 	}()
 	return ctx, func() { cancel(context.Canceled) }
+}
+
+// liveLifetime is how long an open live view lasts: until its job ends, the
+// server shuts down (untilJobEnds), or the principal that opened it is
+// revoked (cause errRevoked).
+func (s *Server) liveLifetime(parent context.Context, a *liveAccess) (context.Context, context.CancelFunc) {
+	jobCtx, stopJob := s.untilJobEnds(parent, a.job.ID)
+	ctx, stopGrant := s.revoked.whileValid(jobCtx, a.who)
+	return ctx, func() { stopGrant(); stopJob() }
 }
 
 func (s *Server) logLive(kind string, a *liveAccess) *slog.Logger {

@@ -86,6 +86,22 @@ func (s *Store) TokenByHash(ctx context.Context, hash []byte) (*drydock.Token, e
 	return t, nil
 }
 
+// TokenByID returns the unrevoked token with id, or ENOTFOUND.
+func (s *Store) TokenByID(ctx context.Context, id string) (*drydock.Token, error) {
+	if badKey(id) {
+		return nil, drydock.Errorf(drydock.ENOTFOUND, "no such token")
+	}
+	t, err := scanToken(s.pool.QueryRow(ctx,
+		`SELECT `+tokenColumns+` FROM tokens WHERE id = $1 AND revoked_at IS NULL`, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, drydock.Errorf(drydock.ENOTFOUND, "no such token")
+	}
+	if err != nil {
+		return nil, wrapErr("token by id", err)
+	}
+	return t, nil
+}
+
 // ListTokens returns every token, revoked ones included, oldest first.
 func (s *Store) ListTokens(ctx context.Context) ([]*drydock.Token, error) {
 	rows, err := s.pool.Query(ctx, `SELECT `+tokenColumns+` FROM tokens ORDER BY created_at, id`)

@@ -91,6 +91,19 @@ func (s *Store) TokenByHash(ctx context.Context, hash []byte) (*drydock.Token, e
 	return t, nil
 }
 
+// TokenByID returns the unrevoked token with id, or ENOTFOUND.
+func (s *Store) TokenByID(ctx context.Context, id string) (*drydock.Token, error) {
+	t, err := scanToken(s.reads.queryRow(ctx,
+		`SELECT `+tokenColumns+` FROM tokens WHERE id = ? AND revoked_at IS NULL`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, drydock.Errorf(drydock.ENOTFOUND, "no such token")
+	}
+	if err != nil {
+		return nil, fmt.Errorf("token by id: %w", err)
+	}
+	return t, nil
+}
+
 // ListTokens returns every token, revoked ones included, oldest first.
 func (s *Store) ListTokens(ctx context.Context) ([]*drydock.Token, error) {
 	rows, err := s.rdb.QueryContext(ctx, `SELECT `+tokenColumns+` FROM tokens ORDER BY created_at, id`)

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"crypto/sha256"
+	"fmt"
 	"testing"
 	"time"
 
@@ -15,6 +16,7 @@ func (s *suite) tokenTests() map[string]func(t *testing.T) {
 		"Lifecycle": s.testTokenLifecycle,
 		"Conflicts": s.testTokenConflicts,
 		"LastUsed":  s.testTokenLastUsed,
+		"ByID":      s.testTokenByID,
 	}
 }
 
@@ -145,4 +147,46 @@ func (s *suite) testTokenLastUsed(t *testing.T) {
 		return used != nil
 	})
 	within(t, "LastUsedAt", *used, before, time.Now())
+}
+
+// testTokenByID checks the question the server asks of every open stream,
+// live view and signed link: is the token that opened it still valid?
+func (s *suite) testTokenByID(t *testing.T) {
+	st := s.newStore(t)
+	tok := &drydock.Token{ID: "tok-1", Name: "a", Admin: true, CreatedAt: ts(time.Now()), Hash: hashOf("s1")}
+	other := &drydock.Token{ID: "tok-2", Name: "b", CreatedAt: ts(time.Now()), Hash: hashOf("s2")}
+	for _, tk := range []*drydock.Token{tok, other} {
+		if err := st.CreateToken(t.Context(), tk); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := st.TokenByID(t.Context(), tok.ID)
+	if err != nil {
+		t.Fatalf("TokenByID of a valid token: %v", err)
+	}
+	if diff := cmp.Diff(tok, got); diff != "" {
+		t.Fatalf("TokenByID (-want +got):\n%s", diff)
+	}
+	for _, id := range []string{"tok-nope", "", "tok-1\x00", "\xff"} {
+		_, err := st.TokenByID(t.Context(), id)
+		wantCode(t, fmt.Sprintf("TokenByID(%q)", id), err, drydock.ENOTFOUND)
+	}
+	if err := st.RevokeToken(t.Context(), tok.ID); err != nil {
+		t.Fatal(err)
+	}
+	_, err = st.TokenByID(t.Context(), tok.ID)
+	wantCode(t, "TokenByID of a revoked token", err, drydock.ENOTFOUND)
+	if _, err := st.TokenByID(t.Context(), other.ID); err != nil {
+		t.Fatalf("TokenByID of the token that was not revoked: %v", err)
+	}
+	// A lookup by id is not a use of the token.
+	list, err := st.ListTokens(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tk := range list {
+		if tk.LastUsedAt != nil {
+			t.Errorf("TokenByID recorded a use of %s at %s", tk.ID, tk.LastUsedAt)
+		}
+	}
 }
