@@ -220,9 +220,10 @@ const (
 var jsonBodies = []string{mediaJSON}
 
 // handleBodies registers a route whose request bodies must be of one of the
-// media types; a request without a body passes. nil takes any body unseen:
-// for proxies to a sandbox's own server, whose pages send what they like
-// (the Origin check still applies).
+// media types; a request without a body passes. An upload route opts in
+// with []string{mediaJSON, mediaMultipart}. nil takes any body unseen: for
+// proxies to a sandbox's own server, whose pages send what they like (the
+// Origin check still applies).
 func (s *Server) handleBodies(pattern string, media []string, h http.Handler) {
 	if media != nil {
 		h = s.checkBody(media, h)
