@@ -92,6 +92,9 @@ func (b *bundle) do(t *testing.T, method, path, token, body string) (*http.Respo
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -208,7 +211,7 @@ func TestBadInputIsRejectedAndStoresNothing(t *testing.T) {
 		{"egress not a list", "POST", "/v1/jobs", `{"task": "x", "egress": "pypi.org"}`, 400, "invalid", "egress"},
 		{"too big", "POST", "/schedule", huge, 413, "too_large", "larger than"},
 		{"unknown job", "GET", "/status/0193b0c4-1111-7000-8000-000000000000", ``, 404, "not_found", "not found"},
-		{"malformed id", "GET", "/v1/jobs/..%2f..%2fetc", ``, 404, "not_found", ""},
+		{"encoded dots in the path", "GET", "/v1/jobs/..%2f..%2fetc", ``, 400, "invalid", "'..' segments"},
 		{"wrong method", "DELETE", "/schedule", ``, 405, "method_not_allowed", "allowed"},
 		{"wrong method on job", "PUT", "/v1/jobs/abc", ``, 405, "method_not_allowed", "GET"},
 		{"unknown route", "GET", "/v2/nothing", ``, 404, "not_found", "no such route"},

@@ -45,9 +45,8 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			s.writeError(w, r, drydock.Errorf(drydock.EUNAUTHORIZED, "missing bearer token: send 'Authorization: Bearer <token>' (create one with 'drydock token create')"))
 			return
 		}
-		secret, ok := strings.CutPrefix(h, "Bearer ")
-		secret = strings.TrimSpace(secret)
-		if !ok || secret == "" {
+		secret, ok := bearerToken(h)
+		if !ok {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="drydock"`)
 			s.writeError(w, r, drydock.Errorf(drydock.EUNAUTHORIZED, "the Authorization header must be 'Bearer <token>'"))
 			return
@@ -88,4 +87,15 @@ func (s *Server) devMode(ctx context.Context) (bool, error) {
 // not found so that ids cannot be probed.
 func visible(p Principal, job *drydock.Job) bool {
 	return p.Admin || job.OwnerID == p.ID
+}
+
+// bearerToken reads the credentials of an Authorization header of the
+// Bearer scheme, whose name is case-insensitive (RFC 9110 §11.1).
+func bearerToken(h string) (string, bool) {
+	scheme, cred, _ := strings.Cut(strings.TrimSpace(h), " ")
+	if !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	cred = strings.TrimSpace(cred)
+	return cred, cred != ""
 }

@@ -168,6 +168,9 @@ func TestAuthMatrix(t *testing.T) {
 				if rw.header != "" {
 					req.Header.Set("Authorization", rw.header)
 				}
+				if body != "" {
+					req.Header.Set("Content-Type", "application/json")
+				}
 				// Not a browser: errors come as JSON even on page routes.
 				req.Header.Set("Accept", "application/json")
 				resp, err := noRedirect.Do(req)

@@ -14,6 +14,8 @@ type EgressRequest struct {
 	Egress *[]string `json:"egress"`
 }
 
+var egressBody = bodyHelp{fields: "egress", example: `{"egress": ["pypi.org:443"]} (the whole new list; [] denies everything)`}
+
 // handleSetEgress replaces a job's egress allowlist, pending or running.
 // The change is recorded in the job's event log and reaches the sandbox's
 // new connections at once (open ones to removed destinations are closed).
@@ -24,7 +26,7 @@ func (s *Server) handleSetEgress(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req EgressRequest
-	if err := s.decodeJSON(w, r, &req, "egress"); err != nil {
+	if err := s.decodeJSON(w, r, &req, egressBody); err != nil {
 		s.writeError(w, r, err)
 		return
 	}

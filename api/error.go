@@ -22,6 +22,7 @@ var statusOf = map[string]int{
 	drydock.EFORBIDDEN:      http.StatusForbidden,
 	drydock.ENOTFOUND:       http.StatusNotFound,
 	eMethodNotAllowed:       http.StatusMethodNotAllowed,
+	eMisdirected:            http.StatusMisdirectedRequest,
 	drydock.ECONFLICT:       http.StatusConflict,
 	drydock.ELEASELOST:      http.StatusConflict,
 	drydock.EKEYREUSED:      http.StatusUnprocessableEntity,

@@ -177,6 +177,12 @@ func (s *Server) serveLiveFile(w http.ResponseWriter, r *http.Request, job *dryd
 	defer rc.Close()
 	tr := tar.NewReader(rc)
 	hdr, err := tr.Next()
+	if errors.Is(err, io.EOF) {
+		// toolboxd sends an empty archive when the file goes between its
+		// stat and its open.
+		s.writeError(w, r, drydock.Errorf(drydock.ENOTFOUND, "%s does not exist in the workspace (it was removed while it was read)", p))
+		return
+	}
 	if err != nil {
 		s.writeError(w, r, fmt.Errorf("read %s of job %s from its sandbox: %w", p, job.ID, err))
 		return

@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"encoding/json"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/drydockhq/drydock"
 	"github.com/drydockhq/drydock/api"
+	tbserver "github.com/drydockhq/drydock/toolbox/server"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -237,4 +239,52 @@ func TestFilesAccess(t *testing.T) {
 		t.Errorf("running job without sandbox access: %d %s", resp.StatusCode, data)
 	}
 	_ = http.StatusOK
+}
+
+// vanishingToolbox is a real toolboxd whose tar download finds the file gone
+// after its own stat, as happens when the agent removes a file while the
+// API reads it: toolboxd then sends an empty archive.
+type vanishingToolbox struct {
+	http.Handler
+	dir string
+}
+
+func (v vanishingToolbox) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == "/v1/files/tar" {
+		os.Remove(filepath.Join(v.dir, r.URL.Query().Get("path")))
+		w.Header().Set("Content-Type", "application/x-tar")
+		tar.NewWriter(w).Close()
+		return
+	}
+	v.Handler.ServeHTTP(w, r)
+}
+
+func TestLiveFileRemovedWhileReadIsNotFound(t *testing.T) {
+	t.Parallel()
+	b := setupLive(t, false, nil)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "gone.txt"), []byte("soon gone"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sockDir, err := os.MkdirTemp("", "ddtb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(sockDir) })
+	ln, err := net.Listen("unix", filepath.Join(sockDir, "tb.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb := tbserver.New(tbserver.Config{Workspace: dir, Token: "tb-vanish", StateDir: filepath.Join(sockDir, "state")}, nil)
+	hs := &http.Server{Handler: vanishingToolbox{tb, dir}}
+	go hs.Serve(ln)
+	t.Cleanup(func() { hs.Close(); tb.Close() })
+	sb := &drydock.Sandbox{ID: "sb-vanish", Runtime: "test", State: drydock.SandboxRunning, Token: "tb-vanish",
+		Endpoint: drydock.Endpoint{Network: "unix", Address: ln.Addr().String()}}
+	j := b.runningJob(t, b.alice, `{"task": "x"}`, sb)
+
+	resp, data := b.get(t, "/v1/jobs/"+j.ID+"/files/gone.txt", b.alice)
+	if resp.StatusCode != http.StatusNotFound || errorCode(t, data) != "not_found" || !strings.Contains(string(data), "gone.txt") {
+		t.Errorf("a file removed while read: %d %s, want 404 naming it", resp.StatusCode, data)
+	}
 }

@@ -23,7 +23,8 @@ func FuzzCreateJob(f *testing.F) {
 	}
 	b := setup(f, true)
 	f.Fuzz(func(t *testing.T, body string) {
-		req := httptest.NewRequest("POST", "/v1/jobs", strings.NewReader(body))
+		req := httptest.NewRequest("POST", "http://127.0.0.1:8080/v1/jobs", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
 		rec := httptest.NewRecorder()
 		b.srv.ServeHTTP(rec, req)
 		switch {

@@ -29,6 +29,7 @@ import (
 func post(t *testing.T, url, path, token string, key []string, body string) (int, string, bool, []byte) {
 	t.Helper()
 	req, _ := http.NewRequestWithContext(t.Context(), "POST", url+path, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}

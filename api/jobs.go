@@ -1,10 +1,7 @@
 package api
 
 import (
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -30,67 +27,9 @@ type createRequest struct {
 	Secrets drydock.SecretValues `json:"secrets"`
 }
 
-const createFields = "task (or prompt), model, max_steps, timeout, profile, metadata, context_budget, egress, secrets"
-
-// decodeJSON reads exactly one JSON object from the body into v and turns
-// every decoding failure into a message that says what to fix.
-func (s *Server) decodeJSON(w http.ResponseWriter, r *http.Request, v any, fields string) error {
-	// curl -d sends application/x-www-form-urlencoded; the seed API accepted
-	// JSON bodies regardless, so only types that cannot be JSON are refused.
-	if ct := r.Header.Get("Content-Type"); strings.HasPrefix(ct, "multipart/") {
-		return &drydock.Error{Code: eUnsupportedMedia, Message: "send the request body as JSON (Content-Type: application/json)"}
-	}
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
-	dec.DisallowUnknownFields()
-	err := dec.Decode(v)
-	if err == nil {
-		if dec.More() || dec.InputOffset() < 0 {
-			return drydock.Errorf(drydock.EINVALID, "request body must hold a single JSON object")
-		}
-		if _, err := dec.Token(); err != io.EOF {
-			return drydock.Errorf(drydock.EINVALID, "request body must hold a single JSON object")
-		}
-		return nil
-	}
-	var (
-		maxErr    *http.MaxBytesError
-		syntaxErr *json.SyntaxError
-		typeErr   *json.UnmarshalTypeError
-	)
-	switch {
-	case errors.As(err, &maxErr):
-		return drydock.Errorf(drydock.ETOOLARGE, "request body is larger than %d bytes", maxErr.Limit)
-	case errors.Is(err, io.EOF):
-		return drydock.Errorf(drydock.EINVALID, `request body is empty; send a JSON object such as {"task": "..."}`)
-	case errors.Is(err, io.ErrUnexpectedEOF):
-		return drydock.Errorf(drydock.EINVALID, "request body is truncated JSON")
-	case errors.As(err, &syntaxErr):
-		return drydock.Errorf(drydock.EINVALID, "malformed JSON at byte %d: %s", syntaxErr.Offset, syntaxErr.Error())
-	case errors.As(err, &typeErr):
-		if typeErr.Field == "" {
-			return drydock.Errorf(drydock.EINVALID, "request body must be a JSON object")
-		}
-		return drydock.Errorf(drydock.EINVALID, "field %q must be a JSON %s, not %s", typeErr.Field, jsonKind(typeErr.Type.Kind().String()), typeErr.Value)
-	case strings.HasPrefix(err.Error(), "json: unknown field "):
-		name := strings.TrimPrefix(err.Error(), "json: unknown field ")
-		return drydock.Errorf(drydock.EINVALID, "unknown field %s; accepted fields: %s", name, fields)
-	}
-	// Errors from custom decoders (e.g. durations) are already user-facing.
-	return drydock.Errorf(drydock.EINVALID, "invalid request body: %s", strings.TrimPrefix(err.Error(), "json: "))
-}
-
-func jsonKind(goKind string) string {
-	switch goKind {
-	case "int", "int64", "float64":
-		return "number"
-	case "map", "struct":
-		return "object"
-	case "slice":
-		return "array"
-	case "ptr":
-		return "string"
-	}
-	return goKind
+var createBody = bodyHelp{
+	fields:  "task (or prompt), model, max_steps, timeout, profile, metadata, context_budget, egress, secrets",
+	example: `{"task": "..."}`,
 }
 
 func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
@@ -100,7 +39,7 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req createRequest
-	if err := s.decodeJSON(w, r, &req, createFields); err != nil {
+	if err := s.decodeJSON(w, r, &req, createBody); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
@@ -289,6 +228,9 @@ func (s *Server) decorate(r *http.Request, job *drydock.Job) {
 	}
 }
 
+// baseURL is PublicURL, else the request's Host as the boundary accepted
+// it: on a loopback server a loopback name, so that a rebinding page cannot
+// have links made to its own host.
 func (s *Server) baseURL(r *http.Request) string {
 	if s.cfg.PublicURL != "" {
 		return strings.TrimRight(s.cfg.PublicURL, "/")
@@ -297,5 +239,5 @@ func (s *Server) baseURL(r *http.Request) string {
 	if r.TLS != nil {
 		scheme = "https"
 	}
-	return scheme + "://" + r.Host
+	return scheme + "://" + acceptedHost(r.Context())
 }

@@ -158,6 +158,7 @@ func TestBodyLimit(t *testing.T) {
 	defer pw.Close()
 	req, _ := http.NewRequestWithContext(t.Context(), "POST", b.url+"/v1/jobs", pr)
 	req.Header.Set("Authorization", "Bearer "+b.alice)
+	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)

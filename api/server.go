@@ -29,10 +29,13 @@ type Config struct {
 	// token, requests without a token act as the local admin. It is decided
 	// per request, so the first token created ends it at once and revoking
 	// the last one reopens it. The caller sets DevMode only for a server
-	// that listens on loopback alone.
+	// that listens on loopback alone. Such a server also answers only
+	// requests for loopback names and addresses (and the hosts of PublicURL
+	// and LiveURL), so that a web page cannot reach it by DNS rebinding.
 	DevMode bool
 	// PublicURL is the base of links in answers; "" derives it from the
-	// request's Host.
+	// request's Host once the boundary accepted it (guard). On a DevMode
+	// server its host is served besides loopback names.
 	PublicURL string
 	// MaxBodyBytes bounds request bodies (default 1 MiB).
 	MaxBodyBytes int64
@@ -71,7 +74,8 @@ type Config struct {
 	// LiveURL is the base URL of live-view links when they should be
 	// served from another origin than PublicURL (same server, another
 	// host name), which keeps pages served by a sandbox away from the web
-	// UI's stored token. "" uses the API's own base.
+	// UI's stored token. "" uses the API's own base. On a DevMode server
+	// its host is served besides loopback names.
 	LiveURL string
 	// EgressChanged, when set, hears of every change of a job's egress
 	// list once it is stored (the egress proxy drops its cached copy and
@@ -171,11 +175,8 @@ func (s *Server) routesSetup() {
 	s.liveRoutes()
 }
 
-func (s *Server) handle(pattern string, h http.Handler) {
-	method, path, _ := cutSpace(pattern)
-	s.routes = append(s.routes, route{method, path})
-	s.mux.Handle(pattern, h)
-}
+// handle registers a route that takes JSON bodies (or none).
+func (s *Server) handle(pattern string, h http.Handler) { s.handleBodies(pattern, jsonBodies, h) }
 
 func cutSpace(p string) (string, string, bool) {
 	for i := range p {
@@ -229,11 +230,13 @@ func (w *statusRecorder) Flush() {
 	}
 }
 
-// instrument adds panic recovery, JSON mux errors, metrics and access logs.
+// instrument adds panic recovery, the boundary's checks (admit), JSON mux
+// errors, metrics and access logs.
 func (s *Server) instrument(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		rec := &statusRecorder{ResponseWriter: w}
+		in := r // the request the mux sees, where it records the route
 		defer func() {
 			if v := recover(); v != nil {
 				if v == http.ErrAbortHandler {
@@ -244,7 +247,7 @@ func (s *Server) instrument(next http.Handler) http.Handler {
 					s.writeError(rec, r, drydock.Errorf(drydock.EINTERNAL, "internal error"))
 				}
 			}
-			pattern := r.Pattern
+			pattern := in.Pattern
 			if pattern == "" || pattern == "/" {
 				pattern = "unmatched"
 			}
@@ -256,7 +259,13 @@ func (s *Server) instrument(next http.Handler) http.Handler {
 				s.log.Debug("request", "method", r.Method, "path", r.URL.Path, "status", rec.status, "took", time.Since(start))
 			}
 		}()
-		next.ServeHTTP(&jsonMuxErrors{ResponseWriter: rec}, r)
+		admitted, err := s.admit(r)
+		if err != nil {
+			s.writeError(rec, r, err)
+			return
+		}
+		in = admitted
+		next.ServeHTTP(&jsonMuxErrors{ResponseWriter: rec}, in)
 	})
 }
 

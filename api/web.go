@@ -98,7 +98,9 @@ func (s *Server) liveRoutes() {
 	s.handle("GET /jobs/{id}/desktop", s.liveAuth(scopeDesktop, s.handleDesktopPage))
 	s.handle("GET /jobs/{id}/desktop/websockify", s.liveAuth(scopeDesktop, s.handleDesktopProxy))
 	for _, m := range []string{"GET", "POST", "PUT", "PATCH", "DELETE"} {
-		s.handle(m+" /jobs/{id}/jupyter/{path...}", s.liveAuth(scopeJupyter, s.handleJupyter))
+		// Jupyter's own pages send what bodies they like; they reach the
+		// sandbox's server unchecked (guard's Origin check still applies).
+		s.handleBodies(m+" /jobs/{id}/jupyter/{path...}", nil, s.liveAuth(scopeJupyter, s.handleJupyter))
 	}
 }
 
@@ -244,11 +246,13 @@ type linkRequest struct {
 	Control bool `json:"control"`
 }
 
+var linkBody = bodyHelp{fields: "control", example: `{"control": true}`}
+
 func (s *Server) handleLink(scope string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		var req linkRequest
 		if r.ContentLength != 0 {
-			if err := s.decodeJSON(w, r, &req, "control"); err != nil {
+			if err := s.decodeJSON(w, r, &req, linkBody); err != nil {
 				s.writeError(w, r, err)
 				return
 			}

@@ -107,6 +107,7 @@ func (lb *liveBundle) runningJob(t testing.TB, token, body string, sb *drydock.S
 func (lb *liveBundle) create(t testing.TB, token, body string) *drydock.Job {
 	t.Helper()
 	req, _ := http.NewRequest("POST", lb.url+"/v1/jobs", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
@@ -210,6 +211,9 @@ func (lb *liveBundle) send(t testing.TB, method, path, token, body string) (*htt
 	if err != nil {
 		t.Fatal(err)
 	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
@@ -276,10 +280,13 @@ func TestUIPagesAndAssets(t *testing.T) {
 			t.Errorf("GET %s: %d", p, resp.StatusCode)
 		}
 	}
-	for _, p := range []string{"/ui/nope.js", "/ui/index.html", "/ui/../go.mod"} {
+	for _, p := range []string{"/ui/nope.js", "/ui/index.html"} {
 		if resp, _ := b.get(t, p, ""); resp.StatusCode != 404 {
 			t.Errorf("GET %s: %d, want 404", p, resp.StatusCode)
 		}
+	}
+	if resp, _ := b.get(t, "/ui/../go.mod", ""); resp.StatusCode != 400 {
+		t.Errorf("GET /ui/../go.mod: %d, want 400", resp.StatusCode)
 	}
 }
 

@@ -59,6 +59,9 @@ func (s *Suite) API(ctx context.Context) error {
 		if token != "" {
 			r.Header.Set("Authorization", "Bearer "+token)
 		}
+		if body != "" {
+			r.Header.Set("Content-Type", "application/json")
+		}
 		t0 := time.Now()
 		resp, err := hc.Do(r)
 		if err != nil {

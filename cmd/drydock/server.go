@@ -31,8 +31,8 @@ type ServerCmd struct {
 	Listen        string          `default:"127.0.0.1:8080" env:"DRYDOCK_LISTEN" help:"Address to listen on. Anything but loopback requires API tokens."`
 	DataDir       string          `default:"${data_dir}" env:"DRYDOCK_DATA_DIR" help:"Directory for the SQLite store, artifacts and local sandboxes."`
 	Store         string          `env:"DRYDOCK_STORE" help:"postgres://... to share jobs between replicas (default: SQLite in the data directory)." placeholder:"URL"`
-	PublicURL     string          `env:"DRYDOCK_PUBLIC_URL" help:"Base URL for links in answers (default: from the request's Host)."`
-	LiveURL       string          `env:"DRYDOCK_LIVE_URL" help:"Base URL (another host name pointing at this server) for live desktop and Jupyter views, so that what a sandbox serves never runs on the UI's origin."`
+	PublicURL     string          `env:"DRYDOCK_PUBLIC_URL" help:"Base URL for links in answers (default: from the request's Host). A server on loopback answers requests for its host besides loopback names."`
+	LiveURL       string          `env:"DRYDOCK_LIVE_URL" help:"Base URL (another host name pointing at this server) for live desktop and Jupyter views, so that what a sandbox serves never runs on the UI's origin. A server on loopback answers requests for its host besides loopback names."`
 	Runtime       string          `default:"docker" enum:"docker,kubernetes,local" env:"DRYDOCK_RUNTIME" help:"Sandbox runtime: docker (Docker or Podman socket), kubernetes (one pod per job), or local (no isolation; development only)."`
 	Artifacts     string          `env:"DRYDOCK_ARTIFACTS" help:"Where archived workspaces go: empty for the data directory, a directory, or s3://BUCKET[/PREFIX]?endpoint=...&region=... (credentials from AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY)." placeholder:"URL"`
 	DockerHost    string          `env:"DOCKER_HOST" help:"Docker or Podman API socket (default: the engine's default)."`
