@@ -37,10 +37,26 @@ function connect() {
   connectRFB(screen, ws, control, (s, why) => {
     if (my !== gen) return;
     if (s === 'disconnected' && why && Date.now() / 1000 < expires - 1) {
-      // Failed, not closed by the server: the desktop may not be up yet.
+      // Failed, not closed by the server: the desktop may not be up yet,
+      // unless the link itself no longer admits us (its token was revoked,
+      // the job is gone), which the page's own URL tells.
       state.textContent = `waiting for the desktop (${why})`;
       state.className = 'pill desktop-connecting';
-      if (!retry) retry = setTimeout(connect, RETRY_MS);
+      if (!retry) {
+        retry = setTimeout(() => {
+          fetch(location.href, { method: 'HEAD', cache: 'no-store' }).then((r) => {
+            if (my !== gen) return;
+            if ([401, 403, 404].includes(r.status)) {
+              retry = null;
+              state.textContent = 'disconnected';
+              state.className = 'pill desktop-disconnected';
+              mode.textContent = 'This link no longer opens the desktop (the token that made it was revoked, or the job is gone). Open it again from the job page.';
+              return;
+            }
+            connect();
+          }, () => connect());
+        }, RETRY_MS);
+      }
       return;
     }
     state.textContent = why ? `${s}: ${why}` : s;
