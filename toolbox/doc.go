@@ -116,8 +116,9 @@
 //	   from a wait already in progress (which returns Running, leaving the
 //	   output to the new one); sessions list their running command; replies
 //	   report OOM kills with the memory limit and the tmpfs mounts' usage
-//	   (RunResult and CodeResult OutOfMemory), how a shell ended
-//	   (ShellEnd), and a shell lost between commands (FreshShell).
+//	   (OutOfMemory of RunResult, CodeResult and exec's exit frame), how a
+//	   shell ended (ShellEnd), and a shell lost between commands
+//	   (FreshShell).
 package toolbox
 
 // APIVersion is the version of toolboxd's HTTP API; see the package doc for

@@ -244,13 +244,17 @@ type ExecFrame struct {
 	TimedOut bool             `json:"timed_out,omitempty"`
 	Duration drydock.Duration `json:"duration,omitempty"`
 	Error    *ErrorDetail     `json:"error,omitempty"`
+	// OutOfMemory (exit) is set when the OOM killer ended processes in the
+	// sandbox while the process ran.
+	OutOfMemory *OutOfMemory `json:"out_of_memory,omitempty"`
 }
 
 // ExecResult is how a one-shot process ended.
 type ExecResult struct {
-	ExitCode int           `json:"exit_code"` // -1 when killed by a signal
-	TimedOut bool          `json:"timed_out,omitempty"`
-	Duration time.Duration `json:"duration"`
+	ExitCode    int           `json:"exit_code"` // -1 when killed by a signal
+	TimedOut    bool          `json:"timed_out,omitempty"`
+	Duration    time.Duration `json:"duration"`
+	OutOfMemory *OutOfMemory  `json:"out_of_memory,omitempty"`
 }
 
 // Languages of CodeRequest.

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -301,4 +302,20 @@ func TestDetectMemoryCgroup(t *testing.T) {
 			t.Errorf("got %q", got)
 		}
 	})
+}
+
+func TestExecKilledForMemorySaysWhy(t *testing.T) {
+	t.Parallel()
+	cg := newFakeCgroup(t, false, 250<<20, 256<<20)
+	b := memorySetup(t, cg)
+	r := b.do("POST", "/v1/exec", toolbox.ExecRequest{Command: cg.killsScript(1) + "; kill -9 $$"})
+	lines := strings.Split(strings.TrimSpace(string(r.body)), "\n")
+	var exit toolbox.ExecFrame
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &exit); err != nil {
+		t.Fatal(err)
+	}
+	if exit.Type != toolbox.FrameExit || exit.ExitCode != -1 || exit.OutOfMemory == nil ||
+		!strings.Contains(exit.OutOfMemory.Message, "limit is 256 MiB") {
+		t.Errorf("exit frame %+v", exit)
+	}
 }
