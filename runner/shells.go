@@ -16,6 +16,10 @@ import (
 // interrupt's grace period and a restart each take seconds at most.
 const shellRecoveryTimeout = 30 * time.Second
 
+// maxRecoveredShells bounds the sessions recovered (and events written) for
+// one sandbox, whatever its toolboxd lists: toolboxd allows 16.
+const maxRecoveredShells = 16
+
 // shellNotice is the log event that tells the agent's model what happened
 // to its shell; Notice makes the LLM agent show it in the next prompt
 // (agent/transcript.Notice reads the same fields).
@@ -44,9 +48,14 @@ func (r *Runner) recoverShells(ctx context.Context, sb *drydock.Sandbox, emit *e
 		log.Warn("list the sandbox's shells to recover them", "err", err)
 		return
 	}
+	recovered := 0
 	for _, s := range sessions {
 		if !s.Running {
 			continue
+		}
+		if recovered++; recovered > maxRecoveredShells {
+			log.Warn("the sandbox lists more running shells than toolboxd allows; leaving the rest", "sessions", len(sessions))
+			return
 		}
 		msg := stopCommand(ctx, tb, s, log)
 		log.Info("shell recovered", "session", s.ID, "command", s.Command)
