@@ -10,7 +10,7 @@ type EventType string
 
 const (
 	EventStatus       EventType = "status"       // {"status", "error"?}: a lifecycle transition
-	EventLog          EventType = "log"          // {"level", "message"}: orchestrator notes about the job
+	EventLog          EventType = "log"          // {"level", "message", "notice"?}: orchestrator notes about the job; notice: for the agent's model too
 	EventModel        EventType = "model"        // a model turn: text and tool calls
 	EventToolCall     EventType = "tool_call"    // {"id", "name", "input"}
 	EventObservation  EventType = "observation"  // {"id", "name", "output", "is_error", "images"?}

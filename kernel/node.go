@@ -122,6 +122,12 @@ func (k *Kernel) executeNode(ctx context.Context, lang, code string, timeout tim
 		return nil, ctx.Err()
 	}
 	res.ExitCode = cmd.ProcessState.ExitCode()
+	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		// "exited with status -1" would hide a kill, the OOM killer's
+		// above all.
+		res.Error = &ExecError{Name: "Killed", Value: fmt.Sprintf("node was ended by signal %d (%s)", int(ws.Signal()), ws.Signal())}
+		return finish()
+	}
 	if res.ExitCode != 0 {
 		res.Error = nodeError(res.Stderr(), res.ExitCode)
 	}

@@ -59,6 +59,8 @@ console.log(v, typeof require("node:path").join)`,
 			"hello esm function\n", "", 0, ""},
 		{"exit code", `process.exitCode = 3; console.log("bye")`, "bye\n", "", 3, "ExitError"},
 		{"uncaught error", `null.x`, "", "", 1, "TypeError"},
+		// As the OOM killer ends it: the reply says it was killed.
+		{"killed", `process.kill(process.pid, "SIGKILL")`, "", "", -1, "Killed"},
 	}
 	for _, tt := range tests {
 		r, err := k.Execute(t.Context(), JavaScript, tt.code, 30*time.Second)

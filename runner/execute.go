@@ -44,6 +44,7 @@ func (r *Runner) execute(ctx context.Context, cancel context.CancelCauseFunc, jo
 	log.Info("job started")
 
 	var sb *drydock.Sandbox
+	reattach := job.SandboxID != ""
 	// Secrets are opened before a sandbox exists: a server that cannot
 	// open them fails the job without starting one.
 	runErr := r.openSecrets(job)
@@ -59,6 +60,9 @@ func (r *Runner) execute(ctx context.Context, cancel context.CancelCauseFunc, jo
 		if closeEgress, runErr = r.attachEgress(ctx, job, sb, log); runErr == nil {
 			defer closeEgress()
 		}
+	}
+	if runErr == nil && reattach {
+		r.recoverShells(ctx, sb, emit, log)
 	}
 	var outcome *drydock.AgentOutcome
 	if runErr == nil {

@@ -25,6 +25,11 @@ type Toolbox interface {
 	// SetEnv gives every process started in the sandbox from now on the
 	// job's secrets as variables (toolboxd's PUT /v1/env).
 	SetEnv(ctx context.Context, env map[string]string) (*toolbox.EnvResult, error)
+	// Sessions, Interrupt and RestartSession give a recovered job its
+	// shells back (shells.go).
+	Sessions(ctx context.Context) ([]toolbox.Session, error)
+	Interrupt(ctx context.Context, session string) (*toolbox.RunResult, error)
+	RestartSession(ctx context.Context, id string) (*toolbox.Session, error)
 }
 
 // Config tunes a Runner. Zero values take the defaults noted.

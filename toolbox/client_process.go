@@ -94,7 +94,7 @@ func (c *Client) Exec(ctx context.Context, req ExecRequest, stdout, stderr io.Wr
 		case FrameStderr:
 			w = stderr
 		case FrameExit:
-			return &ExecResult{ExitCode: f.ExitCode, TimedOut: f.TimedOut, Duration: time.Duration(f.Duration)}, nil
+			return &ExecResult{ExitCode: f.ExitCode, TimedOut: f.TimedOut, Duration: time.Duration(f.Duration), OutOfMemory: f.OutOfMemory}, nil
 		case FrameError:
 			if f.Error != nil {
 				return nil, &drydock.Error{Code: f.Error.Code, Message: f.Error.Message}

@@ -87,6 +87,18 @@
 // bytes, head and tail kept); beyond the cap the whole output is kept in the
 // workspace under .drydock/outputs/, and the reply names the file.
 //
+// One call at a time waits on a session's command. A command sent while
+// another runs is refused at once (409, naming the running command); a run
+// with no command takes the wait over from any call already waiting (that
+// call returns Running with no output), since the caller that started a
+// command may be gone, e.g. an orchestrator that was killed.
+//
+// When the kernel's OOM killer ends processes in the sandbox, the next
+// reply (of a session or of code) carries OutOfMemory: the kills, the
+// memory limit and use, and the tmpfs mounts whose files count against it,
+// with a message that says what to do. toolboxd reads the counter from the
+// sandbox's memory cgroup (v1 or v2).
+//
 // # Versions
 //
 // APIVersion changes whenever the behaviour of the API changes, so a caller
@@ -99,8 +111,16 @@
 //	   lack of pids or memory is 503 (was 500); at most 8 file calls at once.
 //	4  PUT /v1/env (the job's variables for the processes started from then
 //	   on, kept in memory only).
+//	5  no call waits silently on a busy session: a command sent while
+//	   another runs is a 409 at once that names it, and a wait takes over
+//	   from a wait already in progress (which returns Running, leaving the
+//	   output to the new one); sessions list their running command; replies
+//	   report OOM kills with the memory limit and the tmpfs mounts' usage
+//	   (OutOfMemory of RunResult, CodeResult and exec's exit frame), how a
+//	   shell ended (ShellEnd), and a shell lost between commands
+//	   (FreshShell).
 package toolbox
 
 // APIVersion is the version of toolboxd's HTTP API; see the package doc for
 // what each version changed.
-const APIVersion = 4
+const APIVersion = 5

@@ -137,6 +137,10 @@ type Session struct {
 	CreatedAt time.Time `json:"created_at"`
 	Running   bool      `json:"running"` // a command is in progress
 	Pid       int       `json:"pid"`
+	// Command is the running command's text (its start, when long) and
+	// CommandStartedAt when it began; set while Running.
+	Command          string    `json:"command,omitempty"`
+	CommandStartedAt time.Time `json:"command_started_at,omitzero"`
 }
 
 // RunRequest runs a command in a session. An empty Command while a command is
@@ -174,11 +178,42 @@ type RunResult struct {
 	Running     bool `json:"running,omitempty"`
 	TimedOut    bool `json:"timed_out,omitempty"`
 	Interrupted bool `json:"interrupted,omitempty"`
-	// ShellExited means the shell itself ended (the command ran exit, or it
-	// was killed after the hard timeout); the next command gets a fresh shell
-	// in the workspace root, without the old cwd, variables or jobs.
-	ShellExited bool             `json:"shell_exited,omitempty"`
+	// ShellExited means the shell itself ended (the command ran exit, it
+	// was killed after the hard timeout, or the OOM killer took it); the
+	// next command gets a fresh shell in the workspace root, without the old
+	// cwd, variables or jobs.
+	ShellExited bool `json:"shell_exited,omitempty"`
+	// FreshShell means the command ran in a new shell because the session's
+	// previous one ended while no command ran (killed, e.g. by the OOM
+	// killer): the old cwd, variables and background jobs are gone.
+	FreshShell bool `json:"fresh_shell,omitempty"`
+	// ShellEnd says how the shell ended, with ShellExited or FreshShell:
+	// "exited with status 0", "ended by signal 9 (killed)".
+	ShellEnd string `json:"shell_end,omitempty"`
+	// OutOfMemory is set when the kernel's OOM killer ended processes in
+	// the sandbox since the session's previous reply.
+	OutOfMemory *OutOfMemory     `json:"out_of_memory,omitempty"`
 	Duration    drydock.Duration `json:"duration"`
+}
+
+// OutOfMemory says that the sandbox ran out of memory: the kernel's OOM
+// killer ended Kills processes. The sizes are those when the reply was made;
+// Mounts are the directories whose files are kept in memory (tmpfs) and so
+// count against the limit.
+type OutOfMemory struct {
+	Kills      int64        `json:"kills"`
+	LimitBytes int64        `json:"limit_bytes,omitempty"` // 0: no limit known
+	UsageBytes int64        `json:"usage_bytes,omitempty"`
+	Mounts     []MountUsage `json:"mounts,omitempty"`
+	// Message says what happened and what to do, for the model.
+	Message string `json:"message"`
+}
+
+// MountUsage is how full one in-memory filesystem is.
+type MountUsage struct {
+	Path      string `json:"path"`
+	UsedBytes int64  `json:"used_bytes"`
+	SizeBytes int64  `json:"size_bytes"`
 }
 
 // ExecRequest runs one process outside any session. Either Command (run by
@@ -209,13 +244,17 @@ type ExecFrame struct {
 	TimedOut bool             `json:"timed_out,omitempty"`
 	Duration drydock.Duration `json:"duration,omitempty"`
 	Error    *ErrorDetail     `json:"error,omitempty"`
+	// OutOfMemory (exit) is set when the OOM killer ended processes in the
+	// sandbox while the process ran.
+	OutOfMemory *OutOfMemory `json:"out_of_memory,omitempty"`
 }
 
 // ExecResult is how a one-shot process ended.
 type ExecResult struct {
-	ExitCode int           `json:"exit_code"` // -1 when killed by a signal
-	TimedOut bool          `json:"timed_out,omitempty"`
-	Duration time.Duration `json:"duration"`
+	ExitCode    int           `json:"exit_code"` // -1 when killed by a signal
+	TimedOut    bool          `json:"timed_out,omitempty"`
+	Duration    time.Duration `json:"duration"`
+	OutOfMemory *OutOfMemory  `json:"out_of_memory,omitempty"`
 }
 
 // Languages of CodeRequest.
@@ -253,10 +292,13 @@ type CodeOutput struct {
 // CodeResult is the outcome of a CodeRequest. Error is set when the code
 // raised or exited non-zero; TimedOut when it was interrupted.
 type CodeResult struct {
-	Outputs  []CodeOutput     `json:"outputs"`
-	Error    bool             `json:"error,omitempty"`
-	TimedOut bool             `json:"timed_out,omitempty"`
-	Duration drydock.Duration `json:"duration"`
+	Outputs  []CodeOutput `json:"outputs"`
+	Error    bool         `json:"error,omitempty"`
+	TimedOut bool         `json:"timed_out,omitempty"`
+	// OutOfMemory is set when the kernel's OOM killer ended processes in
+	// the sandbox while the code ran (the Python kernel, node, or others).
+	OutOfMemory *OutOfMemory     `json:"out_of_memory,omitempty"`
+	Duration    drydock.Duration `json:"duration"`
 }
 
 // Screenshot is a PNG of the sandbox display, scaled to fit 1280x800. Scale

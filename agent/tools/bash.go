@@ -98,7 +98,7 @@ func (b *bash) run(ctx context.Context, input json.RawMessage) Result {
 	if err != nil {
 		switch drydock.ErrorCode(err) {
 		case drydock.ECONFLICT:
-			return errorf("bash: a command is still running in the shell. Call bash with an empty command to wait for it, or with restart: true to kill it.")
+			return errorf("bash: %s. Call bash with an empty command to wait for it, or with restart: true to kill it.", busyText(err))
 		case drydock.EINVALID:
 			if strings.TrimSpace(in.Command) == "" {
 				return errorf("bash: no command is running; give a command to run.")
@@ -127,8 +127,25 @@ func (b *bash) ensure(ctx context.Context, force bool) (Result, bool) {
 	return Result{}, true
 }
 
+// busyText says what keeps the shell busy: toolboxd (API 5) names the
+// command and how long it has run.
+func busyText(err error) string {
+	msg, _, _ := strings.Cut(drydock.ErrorMessage(err), "; run with no command")
+	if !strings.HasPrefix(msg, "a command is still running in session ") {
+		return "a command is still running in the shell"
+	}
+	if _, what, ok := strings.Cut(msg, ": "); ok {
+		return "a command is still running in the shell: " + what
+	}
+	return "a command is still running in the shell"
+}
+
 func formatRun(res *toolbox.RunResult, notes []string, timeout time.Duration) string {
 	var sb strings.Builder
+	if res.FreshShell {
+		notes = append(notes, fmt.Sprintf("[The shell had ended since the last command (%s%s); this command ran in a fresh shell in the workspace: the old working directory, variables and background jobs are gone.]",
+			res.ShellEnd, oomCause(res.OutOfMemory)))
+	}
 	for _, n := range notes {
 		sb.WriteString(n + "\n")
 	}
@@ -142,11 +159,19 @@ func formatRun(res *toolbox.RunResult, notes []string, timeout time.Duration) st
 		tail = append(tail, fmt.Sprintf("[The command timed out after %s and was interrupted. Give a larger timeout, or run it in the background.]", timeout))
 	case res.Interrupted:
 		tail = append(tail, "[The command was interrupted.]")
-	case res.ExitCode != 0:
+	case res.ExitCode != 0 && !(res.ShellExited && res.ExitCode < 0):
+		// -1 is no status: the shell was killed, which is said below.
 		tail = append(tail, fmt.Sprintf("[exit code %d]", res.ExitCode))
 	}
+	if o := res.OutOfMemory; o != nil {
+		tail = append(tail, "["+capitalize(o.Message)+"]")
+	}
 	if res.ShellExited {
-		tail = append(tail, "[The shell exited; the next command starts a fresh shell in the workspace.]")
+		end := ""
+		if res.ShellEnd != "" && res.ExitCode < 0 {
+			end = " (" + res.ShellEnd + oomCause(res.OutOfMemory) + ")"
+		}
+		tail = append(tail, "[The shell exited"+end+"; the next command starts a fresh shell in the workspace, without the old working directory, variables or background jobs.]")
 	}
 	if res.Truncated && res.OutputPath != "" && !strings.Contains(out, res.OutputPath) {
 		tail = append(tail, fmt.Sprintf("[Output cut: %d bytes in all; the whole output is in %s]", res.OutputBytes, res.OutputPath))
@@ -155,4 +180,19 @@ func formatRun(res *toolbox.RunResult, notes []string, timeout time.Duration) st
 		return "(no output)"
 	}
 	return strings.TrimLeft(strings.Join(append([]string{out}, tail...), "\n"), "\n")
+}
+
+// oomCause adds the likely cause to a shell's end when memory ran out.
+func oomCause(o *toolbox.OutOfMemory) string {
+	if o == nil {
+		return ""
+	}
+	return "; memory ran out, see below"
+}
+
+func capitalize(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
 }

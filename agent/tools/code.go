@@ -93,6 +93,9 @@ func (c *code) run(ctx context.Context, input json.RawMessage) Result {
 	if res.TimedOut {
 		text += fmt.Sprintf("\n[The code ran longer than %s and was interrupted.]", c.env.CodeTimeout)
 	}
+	if o := res.OutOfMemory; o != nil {
+		text += "\n[" + capitalize(o.Message) + "]"
+	}
 	if text == "" {
 		text = "(no output)"
 		if len(out.Images) > 0 {
@@ -100,7 +103,7 @@ func (c *code) run(ctx context.Context, input json.RawMessage) Result {
 		}
 	}
 	out.Output = strings.TrimLeft(text, "\n")
-	out.IsError = res.Error || res.TimedOut
+	out.IsError = res.Error || res.TimedOut || res.OutOfMemory != nil
 	return out
 }
 

@@ -158,11 +158,15 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		defer stopEgress()
 	}
 
+	home, _ := os.UserHomeDir()
 	cfg := server.Config{
 		Workspace: *workspace,
 		Token:     token,
 		Profile:   drydock.Profile(*profile),
 		Version:   version,
+		// The sandbox's cgroup and the directories that may be tmpfs, whose
+		// files count against its memory: replies name them on OOM kills.
+		Memory: server.MemoryConfig{Cgroup: server.DetectMemoryCgroup(), Mounts: []string{*workspace, "/tmp", home, "/dev/shm"}},
 	}
 	switch *withServices {
 	case "none":

@@ -42,5 +42,9 @@
 // which this machine and most hosts lack. Its cost: the workspace does not
 // survive a container restart (the orchestrator archives it through toolboxd
 // before destroying a sandbox, and restarts are not part of the lifecycle),
-// and its pages count against the sandbox's memory limit.
+// and its pages count against the sandbox's memory limit and cannot be
+// reclaimed. So the mounts are sized to hold together at most the limit
+// minus a reserve for processes (tmpfsSizes), shrinking /tmp and then the
+// workspace when the asked sizes do not fit: a full workspace is ENOSPC, not
+// an OOM killer that ends every process, new ones included.
 package docker

@@ -263,6 +263,11 @@ func (r *Runtime) createContainer(ctx context.Context, id, dir, img string, spec
 		securityOpt = append(securityOpt, "seccomp="+profile)
 	}
 	pids := res.PidsLimit
+	wsBytes, tmpBytes, homeSize := tmpfsSizes(res)
+	if wsBytes < res.WorkspaceBytes || tmpBytes < res.TmpBytes {
+		r.log.Info("tmpfs mounts sized below the memory limit", "sandbox", id, "memory", res.MemoryBytes,
+			"workspace", wsBytes, "workspace_asked", res.WorkspaceBytes, "tmp", tmpBytes, "tmp_asked", res.TmpBytes, "home", homeSize)
+	}
 	hc := &container.HostConfig{
 		NetworkMode:    network,
 		CapDrop:        []string{"ALL"},
@@ -270,9 +275,9 @@ func (r *Runtime) createContainer(ctx context.Context, id, dir, img string, spec
 		ReadonlyRootfs: true,
 		Runtime:        r.opts.OCIRuntime,
 		Tmpfs: map[string]string{
-			workspaceDir: tmpfsOpts(podman, res.WorkspaceBytes, "0755", true),
-			homeDir:      tmpfsOpts(podman, homeBytes, "0755", true),
-			"/tmp":       tmpfsOpts(podman, res.TmpBytes, "1777", false),
+			workspaceDir: tmpfsOpts(podman, wsBytes, "0755", true),
+			homeDir:      tmpfsOpts(podman, homeSize, "0755", true),
+			"/tmp":       tmpfsOpts(podman, tmpBytes, "1777", false),
 		},
 		Mounts: []mount.Mount{{Type: mount.TypeBind, Source: filepath.Join(dir, "toolbox"), Target: toolboxDir}},
 		Resources: container.Resources{
@@ -317,6 +322,30 @@ func (r *Runtime) createContainer(ctx context.Context, id, dir, img string, spec
 		Token:       sec.Token,
 		VNCPassword: sec.VNCPassword,
 	}, nil
+}
+
+// tmpfsSizes keeps what the sandbox's files can hold below its memory
+// limit. tmpfs pages are charged to the container's memory cgroup and,
+// without swap, cannot be reclaimed: mounts that together could hold the
+// whole limit let a filled workspace bring the OOM killer down on every
+// process, each new one included (a 2 GiB workspace under a 2 GiB limit
+// killed the agent's shell again and again, and rm could not start). The
+// mounts get the limit minus a reserve for processes (a quarter of it, 256
+// MiB to 1 GiB, at most half): home at most an eighth of that; when the
+// asked sizes do not fit the rest, /tmp at most a quarter of it and the
+// workspace what remains, up to the size asked. A full workspace then says
+// ENOSPC, and processes still have the reserve.
+func tmpfsSizes(res drydock.Resources) (workspace, tmp, home int64) {
+	reserve := min(max(res.MemoryBytes/4, 256<<20), 1<<30, res.MemoryBytes/2)
+	budget := res.MemoryBytes - reserve
+	home = min(homeBytes, budget/8)
+	rest := budget - home
+	workspace, tmp = res.WorkspaceBytes, res.TmpBytes
+	if workspace+tmp > rest {
+		tmp = min(tmp, rest/4)
+		workspace = min(workspace, rest-tmp)
+	}
+	return max(workspace, 1<<20), max(tmp, 1<<20), max(home, 1<<20)
 }
 
 // tmpfsOpts: the sandbox's own tmpfs mounts. exec is explicit because the

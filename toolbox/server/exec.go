@@ -68,6 +68,7 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request, req toolbox.ExecRe
 		return err
 	}
 	cmd.Stdout, cmd.Stderr = outW, errW
+	before := s.mem.sample()
 	start := time.Now()
 	err = cmd.Start()
 	if err == nil {
@@ -143,7 +144,8 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request, req toolbox.ExecRe
 					return nil
 				}
 				enc.Encode(toolbox.ExecFrame{Type: toolbox.FrameExit, ExitCode: code, TimedOut: timedOut,
-					Duration: drydock.Duration(time.Since(start).Round(time.Millisecond))})
+					Duration:    drydock.Duration(time.Since(start).Round(time.Millisecond)),
+					OutOfMemory: s.mem.since(before, s.mem.sample())})
 				rc.Flush()
 				return nil
 			}

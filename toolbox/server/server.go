@@ -55,6 +55,9 @@ type Config struct {
 	Code    CodeRunner
 	// Jupyter is the Jupyter server for people; nil: its routes answer 501.
 	Jupyter Jupyter
+	// Memory is where the sandbox's memory accounting is read, to report
+	// OOM kills; the zero value reports none.
+	Memory MemoryConfig
 
 	MaxReadBytes int64
 	MaxSessions  int
@@ -115,6 +118,7 @@ type Server struct {
 	claimed bool
 
 	ws        *workspace
+	mem       *memory
 	jupyter   http.Handler // the proxy to cfg.Jupyter
 	sessions  *sessionTable
 	stateDir  string
@@ -148,6 +152,7 @@ func New(cfg Config, logger *slog.Logger) *Server {
 		mux:     http.NewServeMux(),
 		idem:    newIdempotency(cfg.IdempotencyEntries, cfg.IdempotencyBytes, cfg.IdempotencyMaxBody),
 		ws:      newWorkspace(cfg.Workspace),
+		mem:     newMemory(cfg.Memory),
 		closed:  make(chan struct{}),
 	}
 	s.tokenH = hashToken(cfg.Token)

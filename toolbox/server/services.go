@@ -101,11 +101,15 @@ func (s *Server) handleCodeRun(w http.ResponseWriter, r *http.Request) {
 			toolbox.LangPython, toolbox.LangJavaScript, toolbox.LangTypeScript))
 		return
 	}
+	before := s.mem.sample()
 	res, err := s.cfg.Code.Run(r.Context(), req)
 	if err != nil {
 		writeError(w, r, s.log, err)
 		return
 	}
+	// The Python kernel or node killed for memory is otherwise only "the
+	// kernel died" or an exit status.
+	res.OutOfMemory = s.mem.since(before, s.mem.sample())
 	writeJSON(w, http.StatusOK, res)
 }
 

@@ -42,8 +42,10 @@ type session struct {
 	env map[string]string
 
 	// runLock lets one caller at a time wait on the session's command, and
-	// lets interrupt give up waiting for it.
+	// lets interrupt give up waiting for it. preempt asks the caller waiting
+	// on the command to return, so that a new wait takes over (acquire).
 	runLock chan struct{}
+	preempt chan struct{}
 
 	mu     sync.Mutex // guards everything below; the reader holds it to feed output
 	sh     *shell
@@ -51,6 +53,13 @@ type session struct {
 	stray  ring     // output printed while no command ran (background jobs)
 	seq    int
 	closed bool
+	// oomSeen is the memory cgroup as of the session's last reply: OOM
+	// kills after it go in the next reply.
+	oomSeen memSample
+	// lost says how the shell ended when it ended while no command ran
+	// (the OOM killer takes idle shells too); the next command, which runs
+	// in a fresh shell, reports it.
+	lost string
 }
 
 type shell struct {
@@ -62,10 +71,13 @@ type shell struct {
 	script string
 	exited chan struct{} // closed once bash is gone and its output drained
 	status int
+	// stopping: killed on purpose (restart, delete, close), not lost.
+	stopping bool
 }
 
 type command struct {
 	id          string
+	text        string
 	started     time.Time
 	deadline    time.Time
 	out         *cmdOutput
@@ -76,6 +88,11 @@ type command struct {
 	shellExited bool
 	interrupted bool
 	timedOut    bool
+	// shellEnd says how the shell ended under the command (shellExited);
+	// fresh, how the previous shell ended when the command had to start a
+	// new one.
+	shellEnd string
+	fresh    string
 }
 
 const (
@@ -253,10 +270,14 @@ func (s *session) reap(sh *shell, readerDone chan struct{}) {
 	sh.out.Close()
 	sh.stdin.Close()
 	os.Remove(sh.script)
+	end := describeEnd(sh.cmd.ProcessState)
 	s.mu.Lock()
 	sh.status = status
 	if c := s.cur; c != nil && !c.finished {
+		c.shellEnd = end
 		c.finish(status, true)
+	} else if !sh.stopping && !s.closed {
+		s.lost = end
 	}
 	if s.sh == sh {
 		s.sh = nil
@@ -273,8 +294,7 @@ func (s *session) begin(req toolbox.RunRequest, timeout time.Duration, maxOut in
 		return nil, drydock.Errorf(drydock.ENOTFOUND, "session %s was deleted", s.id)
 	}
 	if c := s.cur; c != nil && !c.finished {
-		return nil, drydock.Errorf(drydock.ECONFLICT,
-			"a command is still running in session %s; run with no command to wait for it, or interrupt it", s.id)
+		return nil, s.busy(c)
 	}
 	var carry []byte
 	if c := s.cur; c != nil {
@@ -285,12 +305,14 @@ func (s *session) begin(req toolbox.RunRequest, timeout time.Duration, maxOut in
 		c.out.close()
 		s.cur = nil
 	}
+	var fresh string
 	if s.sh == nil {
 		sh, err := s.start()
 		if err != nil {
 			return nil, err
 		}
 		s.sh = sh
+		fresh, s.lost = s.lost, ""
 	}
 	sh := s.sh
 	err := os.WriteFile(sh.script, []byte(req.Command+"\n"), 0o600)
@@ -307,6 +329,8 @@ func (s *session) begin(req toolbox.RunRequest, timeout time.Duration, maxOut in
 	now := time.Now()
 	c := &command{
 		id:       fmt.Sprintf("%s-%d-%s", s.id, s.seq, strings.ToLower(rand.Text()[:6])),
+		text:     req.Command,
+		fresh:    fresh,
 		started:  now,
 		deadline: now.Add(timeout),
 		activity: make(chan struct{}, 1),
@@ -345,15 +369,42 @@ func (s *session) report(c *command) *toolbox.RunResult {
 		Interrupted: c.interrupted,
 		Duration:    drydock.Duration(time.Since(c.started).Round(time.Millisecond)),
 	}
+	if c.fresh != "" {
+		res.FreshShell, res.ShellEnd = true, c.fresh
+		c.fresh = ""
+	}
 	if c.finished {
 		res.ExitCode = c.exitCode
 		res.ShellExited = c.shellExited
+		if c.shellExited {
+			res.ShellEnd = c.shellEnd
+		}
 		c.out.close()
 		if s.cur == c {
 			s.cur = nil
 		}
 	}
+	now := s.srv.mem.sample()
+	res.OutOfMemory = s.srv.mem.since(s.oomSeen, now)
+	if now.ok {
+		s.oomSeen = now
+	}
 	return res
+}
+
+// preempted is the reply of a wait that another caller took over: the
+// command runs on, and its output goes to the new caller.
+func (s *session) preempted(c *command) *toolbox.RunResult {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return &toolbox.RunResult{
+		CommandID:   c.id,
+		OutputBytes: c.out.total,
+		OutputPath:  c.out.path(),
+		ExitCode:    -1,
+		Running:     true,
+		Duration:    drydock.Duration(time.Since(c.started).Round(time.Millisecond)),
+	}
 }
 
 // wait blocks until c ends, prints nothing for idle, or passes its deadline.
@@ -372,6 +423,8 @@ func (s *session) wait(c *command, idle time.Duration) *toolbox.RunResult {
 			idleT.Reset(idle)
 		case <-idleT.C:
 			return s.report(c)
+		case <-s.preempt:
+			return s.preempted(c)
 		case <-hardT.C:
 			s.mu.Lock()
 			c.timedOut = true
@@ -454,6 +507,9 @@ func (s *session) finished(c *command) bool {
 func (s *session) kill() {
 	s.mu.Lock()
 	sh := s.sh
+	if sh != nil {
+		sh.stopping = true
+	}
 	s.mu.Unlock()
 	if sh == nil {
 		return
@@ -472,6 +528,8 @@ func (s *session) info() toolbox.Session {
 	out := toolbox.Session{ID: s.id, CreatedAt: s.created}
 	if c := s.cur; c != nil && !c.finished {
 		out.Running = true
+		out.Command = clipCommand(c.text, 200)
+		out.CommandStartedAt = c.started.UTC()
 	}
 	if s.sh != nil {
 		out.Pid = s.sh.pgid

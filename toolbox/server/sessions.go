@@ -137,7 +137,9 @@ func (s *Server) newSession(req toolbox.SessionRequest) (*session, error) {
 	sess := &session{
 		srv: s, id: req.ID, created: time.Now().UTC(), cwd: cwd, env: maps.Clone(req.Env),
 		runLock: make(chan struct{}, 1),
+		preempt: make(chan struct{}, 1),
 		stray:   ring{buf: make([]byte, 0, strayMax)},
+		oomSeen: s.mem.sample(),
 	}
 	t := s.sessions
 	t.mu.Lock()
@@ -230,6 +232,7 @@ func (s *Server) handleRestartSession(w http.ResponseWriter, r *http.Request) {
 		sess.cur = nil
 	}
 	sess.stray.Reset()
+	sess.lost = "" // the caller asked for the fresh shell
 	if sess.sh == nil && !sess.closed {
 		sh, serr := sess.start()
 		if serr == nil {
@@ -280,7 +283,9 @@ func (s *Server) run(id string, req toolbox.RunRequest) (*toolbox.RunResult, err
 	if err != nil {
 		return nil, err
 	}
-	sess.lock()
+	if err := sess.acquire(strings.TrimSpace(req.Command) != ""); err != nil {
+		return nil, err
+	}
 	defer sess.unlock()
 	var c *command
 	if strings.TrimSpace(req.Command) != "" {
