@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net/http"
 	"strings"
@@ -116,9 +117,14 @@ func (c *Client) scheduleOnce(ctx context.Context, spec drydock.JobSpec, hdr htt
 	defer resp.Body.Close()
 	switch {
 	case resp.StatusCode == http.StatusBadGateway, resp.StatusCode == http.StatusServiceUnavailable, resp.StatusCode == http.StatusGatewayTimeout:
-		return nil, true, decodeError(resp)
+		return nil, true, c.decodeError(resp)
 	case resp.StatusCode < 200 || resp.StatusCode > 299:
-		return nil, false, decodeError(resp)
+		return nil, false, c.decodeError(resp)
+	case !isJSON(resp):
+		// Not a Drydock server (it would answer JSON): nothing was
+		// created, and asking again would not change that.
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+		return nil, false, c.foreign(resp, b)
 	}
 	var j drydock.Job
 	if err := json.NewDecoder(resp.Body).Decode(&j); err != nil {
