@@ -1,6 +1,7 @@
 package client
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -217,4 +218,20 @@ func codeForStatus(s int) string {
 		return drydock.EUNAVAILABLE
 	}
 	return drydock.EINTERNAL
+}
+
+// jsonBody returns a reader of a 2xx answer that ought to be JSON, or a
+// *ForeignAnswerError when it is neither labelled JSON nor starts like a
+// JSON object (a proxy may drop the label; a page is never taken for JSON).
+func (c *Client) jsonBody(resp *http.Response) (io.Reader, error) {
+	br := bufio.NewReader(resp.Body)
+	if isJSON(resp) {
+		return br, nil
+	}
+	head, _ := br.Peek(512)
+	if t := bytes.TrimSpace(head); len(t) > 0 && (t[0] == '{' || t[0] == '[') {
+		return br, nil
+	}
+	b, _ := io.ReadAll(io.LimitReader(br, maxErrorBody))
+	return nil, c.foreign(resp, b)
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/drydockhq/drydock"
 	"github.com/drydockhq/drydock/client"
@@ -140,10 +141,29 @@ func TestForeignSuccessAnswersAreNamed(t *testing.T) {
 	check("Jobs", err)
 	_, err = c.Trajectory(t.Context(), "j1")
 	check("Trajectory", err)
+	err = c.StreamEvents(t.Context(), "j1", 0, func(*drydock.Event) error { return nil })
+	check("StreamEvents", err)
 	before := requests.Load()
 	_, err = c.Schedule(t.Context(), drydock.JobSpec{Task: "t"})
 	check("Schedule", err)
 	if n := requests.Load() - before; n != 1 {
 		t.Errorf("Schedule sent %d requests to a server that is not Drydock; want 1", n)
+	}
+}
+
+// An event stream whose very first answer is a proxy's 502 page stops at
+// once, as a refused connection does, instead of retrying for ever against
+// what may not be a Drydock server at all.
+func TestStreamStopsAtAForeignFirstAnswer(t *testing.T) {
+	t.Parallel()
+	url, requests := foreignServer(t, http.StatusBadGateway, "text/html", nginxPage)
+	c := client.FastRetries(client.New(url, ""), time.Minute)
+	err := c.StreamEvents(t.Context(), "j1", 0, func(*drydock.Event) error { return nil })
+	var fe *client.ForeignAnswerError
+	if !errors.As(err, &fe) || fe.StatusCode != http.StatusBadGateway {
+		t.Fatalf("error %v, want a *client.ForeignAnswerError of 502", err)
+	}
+	if n := requests.Load(); n != 1 {
+		t.Errorf("%d requests, want 1", n)
 	}
 }

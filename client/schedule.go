@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"net/http"
 	"strings"
@@ -120,14 +119,15 @@ func (c *Client) scheduleOnce(ctx context.Context, spec drydock.JobSpec, hdr htt
 		return nil, true, c.decodeError(resp)
 	case resp.StatusCode < 200 || resp.StatusCode > 299:
 		return nil, false, c.decodeError(resp)
-	case !isJSON(resp):
-		// Not a Drydock server (it would answer JSON): nothing was
-		// created, and asking again would not change that.
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
-		return nil, false, c.foreign(resp, b)
+	}
+	body, err := c.jsonBody(resp)
+	if err != nil {
+		// A page, not a Drydock server's JSON: nothing was created, and
+		// asking again would not change that.
+		return nil, false, err
 	}
 	var j drydock.Job
-	if err := json.NewDecoder(resp.Body).Decode(&j); err != nil {
+	if err := json.NewDecoder(body).Decode(&j); err != nil {
 		// The job exists but its answer was cut: a retry fetches it.
 		if ctx.Err() != nil {
 			err = context.Cause(ctx)

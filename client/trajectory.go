@@ -1,8 +1,6 @@
 package client
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"io"
 	"net/http"
@@ -21,19 +19,13 @@ func (c *Client) Trajectory(ctx context.Context, id string) (io.ReadCloser, erro
 	if err != nil {
 		return nil, err
 	}
-	br := bufio.NewReader(resp.Body)
-	if !isJSON(resp) {
-		// Labelled otherwise, but a JSON object all the same is taken;
-		// a page is described, not handed over.
-		head, _ := br.Peek(512)
-		if t := bytes.TrimSpace(head); len(t) == 0 || t[0] != '{' {
-			defer resp.Body.Close()
-			b, _ := io.ReadAll(io.LimitReader(br, maxErrorBody))
-			return nil, c.foreign(resp, b)
-		}
+	body, err := c.jsonBody(resp)
+	if err != nil {
+		resp.Body.Close()
+		return nil, err
 	}
 	return struct {
 		io.Reader
 		io.Closer
-	}{br, resp.Body}, nil
+	}{body, resp.Body}, nil
 }
