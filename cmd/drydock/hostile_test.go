@@ -283,7 +283,7 @@ func TestPrintErrorEscapes(t *testing.T) {
 func TestHostileReplay(t *testing.T) {
 	t.Parallel()
 	b := newTrajectory("0193aaaa-0000-7000-8000-00000000000" + hostile)
-	printHostile := `printf 'pwn\033]52;c;cm0gLXJmIH4=\007\033[2J\rEVIL\342\200\256exe\302\2338m\n'`
+	printHostile := `printf 'pwn\033]52;c;cm0gLXJmIH4=\007\033[2J\rEVIL\342\200\256exe\302\2338m raw\2338m\n'`
 	b.call("bash", jsonString(map[string]string{"command": printHostile + " # " + hostile}), nil)
 	b.call("bash", jsonString(map[string]string{"command": printHostile}), &transcript.Observation{Output: "recorded " + hostile, IsError: true})
 	b.call(hostile, jsonString(map[string]string{"x": hostile}), &transcript.Observation{Output: hostile})
@@ -292,7 +292,7 @@ func TestHostileReplay(t *testing.T) {
 		t.Fatalf("replay of differing calls succeeded:\n%s", out)
 	}
 	assertTerminalSafe(t, "replay output", out+errOut)
-	mustContain(t, "replay output", out, "replayed: pwn^[]52;c;cm0gLXJmIH4=^G^[[2J^MEVIL")
+	mustContain(t, "replay output", out, `replayed: pwn^[]52;c;cm0gLXJmIH4=^G^[[2J^MEVIL\u202eexe\u009b8m raw`)
 }
 
 // --url pointing at a web server that is not Drydock, or a proxy answering
