@@ -176,7 +176,7 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, body
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		defer resp.Body.Close()
-		return nil, decodeError(resp)
+		return nil, c.decodeError(resp)
 	}
 	return resp, nil
 }
@@ -225,56 +225,6 @@ func (c *Client) send(ctx context.Context, method, path string, q url.Values, bo
 	return resp, nil
 }
 
-// decodeError turns a non-2xx answer into a *drydock.Error, keeping the
-// server's code and message. Answers that are not the API's error shape (a
-// proxy's HTML page, say) get a code from the status.
-func decodeError(resp *http.Response) error {
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
-	var env struct {
-		Error *struct {
-			Code    string `json:"code"`
-			Message string `json:"message"`
-		} `json:"error"`
-	}
-	if json.Unmarshal(b, &env) == nil && env.Error != nil && env.Error.Code != "" {
-		return &drydock.Error{Code: env.Error.Code, Message: env.Error.Message}
-	}
-	msg := strings.TrimSpace(string(b))
-	if len(msg) > 200 {
-		msg = msg[:200] + "..."
-	}
-	if msg == "" {
-		msg = http.StatusText(resp.StatusCode)
-	}
-	return &drydock.Error{Code: codeForStatus(resp.StatusCode), Message: fmt.Sprintf("HTTP %d: %s", resp.StatusCode, msg)}
-}
-
-func codeForStatus(s int) string {
-	switch s {
-	case http.StatusBadRequest, http.StatusUnprocessableEntity:
-		return drydock.EINVALID
-	case http.StatusUnauthorized:
-		return drydock.EUNAUTHORIZED
-	case http.StatusForbidden:
-		return drydock.EFORBIDDEN
-	case http.StatusNotFound:
-		return drydock.ENOTFOUND
-	case http.StatusMethodNotAllowed:
-		return "method_not_allowed"
-	case http.StatusConflict:
-		return drydock.ECONFLICT
-	case http.StatusRequestEntityTooLarge:
-		return drydock.ETOOLARGE
-	case http.StatusUnsupportedMediaType:
-		return "unsupported_media_type"
-	case http.StatusNotImplemented:
-		return drydock.ENOTIMPLEMENTED
-	case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout, http.StatusTooManyRequests:
-		return drydock.EUNAVAILABLE
-	}
-	return drydock.EINTERNAL
-}
-
 // doJSON sends a request and decodes a 2xx JSON answer into out.
 func (c *Client) doJSON(ctx context.Context, method, path string, q url.Values, body, out any) error {
 	resp, err := c.do(ctx, method, path, q, body, nil)
@@ -282,9 +232,15 @@ func (c *Client) doJSON(ctx context.Context, method, path string, q url.Values, 
 		return err
 	}
 	defer resp.Body.Close()
-	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+	head := &headBuffer{max: 4 << 10}
+	if err := json.NewDecoder(io.TeeReader(resp.Body, head)).Decode(out); err != nil {
 		if ctx.Err() != nil {
 			return fmt.Errorf("%s %s: %w", method, path, context.Cause(ctx))
+		}
+		if !isJSON(resp) {
+			// A web server that answers every path, or a login page
+			// of a proxy: say so rather than "invalid character '<'".
+			return c.foreign(resp, head.Bytes())
 		}
 		return fmt.Errorf("decode answer of %s %s: %w", method, path, err)
 	}

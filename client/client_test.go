@@ -96,40 +96,6 @@ func TestErrorsKeepServerCodeAndMessage(t *testing.T) {
 	}
 }
 
-func TestErrorsFromNonAPIAnswers(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		status   int
-		body     string
-		wantCode string
-		wantMsg  string
-	}{
-		{http.StatusBadGateway, "<html>bad gateway</html>", drydock.EUNAVAILABLE, "HTTP 502: <html>bad gateway</html>"},
-		{http.StatusTeapot, "", drydock.EINTERNAL, "HTTP 418: I'm a teapot"},
-		{http.StatusNotFound, `{"error": {}}`, drydock.ENOTFOUND, `HTTP 404: {"error": {}}`},
-		{http.StatusConflict, `{"error": {"code": "conflict", "message": "not archived"}}`, drydock.ECONFLICT, "not archived"},
-		{http.StatusUnauthorized, `{"error": {"code": "unauthorized", "message": "token revoked"}}`, drydock.EUNAUTHORIZED, "token revoked"},
-	}
-	for _, tt := range tests {
-		t.Run(fmt.Sprint(tt.status), func(t *testing.T) {
-			t.Parallel()
-			hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				w.WriteHeader(tt.status)
-				fmt.Fprint(w, tt.body)
-			}))
-			t.Cleanup(hs.Close)
-			_, err := client.New(hs.URL, "").Job(t.Context(), "j1")
-			var de *drydock.Error
-			if !errors.As(err, &de) {
-				t.Fatalf("error %v is not a *drydock.Error", err)
-			}
-			if de.Code != tt.wantCode || de.Message != tt.wantMsg {
-				t.Errorf("got %q %q, want %q %q", de.Code, de.Message, tt.wantCode, tt.wantMsg)
-			}
-		})
-	}
-}
-
 func TestConnectionFailureNamesTheURLAndTheFix(t *testing.T) {
 	t.Parallel()
 	// A port that was just free is refused, quickly and without leaving the

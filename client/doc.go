@@ -6,7 +6,15 @@
 // Errors the server returns come back as *drydock.Error with the server's
 // code and message, so drydock.ErrorCode and drydock.IsRetryable work on the
 // client side too. A server that cannot be reached gives a *ConnError, whose
-// code is drydock.EUNAVAILABLE.
+// code is drydock.EUNAVAILABLE. An answer that is not the API's (another web
+// server's page, a proxy's 502) gives a *ForeignAnswerError: the status, the
+// content type and a short excerpt escaped for a terminal, never the page;
+// its code follows the status. Messages of the API's own errors are the
+// server's text as sent: escape them (package termtext) before printing them
+// to a terminal, as the CLI does.
+//
+// Every request with a body sends it as Content-Type: application/json; the
+// server refuses other bodies with 415.
 //
 // Schedule is safe to retry: every request carries an Idempotency-Key
 // (random, or WithIdempotencyKey), and Schedule sends it again by itself

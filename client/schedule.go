@@ -116,12 +116,18 @@ func (c *Client) scheduleOnce(ctx context.Context, spec drydock.JobSpec, hdr htt
 	defer resp.Body.Close()
 	switch {
 	case resp.StatusCode == http.StatusBadGateway, resp.StatusCode == http.StatusServiceUnavailable, resp.StatusCode == http.StatusGatewayTimeout:
-		return nil, true, decodeError(resp)
+		return nil, true, c.decodeError(resp)
 	case resp.StatusCode < 200 || resp.StatusCode > 299:
-		return nil, false, decodeError(resp)
+		return nil, false, c.decodeError(resp)
+	}
+	body, err := c.jsonBody(resp)
+	if err != nil {
+		// A page, not a Drydock server's JSON: nothing was created, and
+		// asking again would not change that.
+		return nil, false, err
 	}
 	var j drydock.Job
-	if err := json.NewDecoder(resp.Body).Decode(&j); err != nil {
+	if err := json.NewDecoder(body).Decode(&j); err != nil {
 		// The job exists but its answer was cut: a retry fetches it.
 		if ctx.Err() != nil {
 			err = context.Cause(ctx)

@@ -95,10 +95,12 @@ func (s *sseStream) retryable(err error, connected bool) bool {
 		return true
 	}
 	var ce *ConnError
-	if errors.As(err, &ce) {
-		// Refused at the very first attempt means no server is there; later
+	var fe *ForeignAnswerError
+	if errors.As(err, &ce) || errors.As(err, &fe) {
+		// Refused, or a page that is not the API's (a proxy's 502), at
+		// the very first attempt means no Drydock server is there; later
 		// it usually means the server is restarting.
-		return connected
+		return connected && drydock.IsRetryable(err)
 	}
 	var de *drydock.Error
 	if errors.As(err, &de) {
@@ -134,6 +136,10 @@ func (s *sseStream) connect(ctx context.Context, connected *bool) (progressed bo
 	}
 	defer resp.Body.Close()
 	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != "text/event-stream" {
+		if _, err := s.c.jsonBody(resp); err != nil {
+			return false, err
+		}
+		// A server (or a proxy) that does not stream: Wait polls.
 		return false, drydock.Errorf(drydock.ENOTIMPLEMENTED, "the server answered %s with %q instead of an event stream", s.path, mt)
 	}
 	*connected = true

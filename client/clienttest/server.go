@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -269,6 +270,15 @@ func (s *Server) view(j *drydock.Job) *drydock.Job {
 
 func (s *Server) auth(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// As the real server: a body must say it is JSON (a browser's
+		// cross-site form or text/plain request cannot), and a POST
+		// without a body needs no type.
+		if r.ContentLength != 0 {
+			if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/json" {
+				writeError(w, &drydock.Error{Code: "unsupported_media_type", Message: fmt.Sprintf("send the request body as JSON (Content-Type: application/json), not %q", r.Header.Get("Content-Type"))})
+				return
+			}
+		}
 		s.mu.Lock()
 		token := s.token
 		s.mu.Unlock()
@@ -281,15 +291,16 @@ func (s *Server) auth(next http.Handler) http.Handler {
 }
 
 var statusOf = map[string]int{
-	drydock.EINVALID:        http.StatusBadRequest,
-	drydock.EUNAUTHORIZED:   http.StatusUnauthorized,
-	drydock.EFORBIDDEN:      http.StatusForbidden,
-	drydock.ENOTFOUND:       http.StatusNotFound,
-	drydock.ECONFLICT:       http.StatusConflict,
-	drydock.EKEYREUSED:      http.StatusUnprocessableEntity,
-	drydock.ETOOLARGE:       http.StatusRequestEntityTooLarge,
-	drydock.EUNAVAILABLE:    http.StatusServiceUnavailable,
-	drydock.ENOTIMPLEMENTED: http.StatusNotImplemented,
+	drydock.EINVALID:         http.StatusBadRequest,
+	drydock.EUNAUTHORIZED:    http.StatusUnauthorized,
+	drydock.EFORBIDDEN:       http.StatusForbidden,
+	drydock.ENOTFOUND:        http.StatusNotFound,
+	drydock.ECONFLICT:        http.StatusConflict,
+	drydock.EKEYREUSED:       http.StatusUnprocessableEntity,
+	drydock.ETOOLARGE:        http.StatusRequestEntityTooLarge,
+	"unsupported_media_type": http.StatusUnsupportedMediaType,
+	drydock.EUNAVAILABLE:     http.StatusServiceUnavailable,
+	drydock.ENOTIMPLEMENTED:  http.StatusNotImplemented,
 }
 
 func writeError(w http.ResponseWriter, err error) {

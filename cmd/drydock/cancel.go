@@ -33,11 +33,11 @@ func (c *CancelCmd) Run(g *Globals) error {
 		}
 		switch {
 		case j.Status == drydock.StatusCancelled:
-			fmt.Fprintf(out, "Cancelled job %s.\n", j.ID)
+			fmt.Fprintf(out, "Cancelled job %s.\n", safe(j.ID))
 		case j.Status.Terminal():
-			fmt.Fprintf(out, "Job %s had already ended (%s); nothing to cancel.\n", j.ID, j.Status)
+			fmt.Fprintf(out, "Job %s had already ended (%s); nothing to cancel.\n", safe(j.ID), j.Status)
 		default:
-			fmt.Fprintf(out, "Cancelling job %s: it stops shortly (watch with: drydock logs %s -f).\n", j.ID, j.ID)
+			fmt.Fprintf(out, "Cancelling job %s: it stops shortly (watch with: drydock logs %s -f).\n", safe(j.ID), cmdWord(j.ID))
 		}
 	}
 	return errors.Join(errs...)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/drydockhq/drydock"
 	"github.com/drydockhq/drydock/client"
+	"github.com/drydockhq/drydock/termtext"
 )
 
 // Globals are the flags every client command shares, and where commands
@@ -89,19 +91,23 @@ func (g *Globals) colorful(w io.Writer) bool {
 }
 
 // explain turns an SDK error into one line that names the fix. id is the
-// job the command was about, if any.
+// job the command was about, if any. The server's words in it are escaped
+// for the terminal (main escapes every error again; escaping is
+// idempotent).
 func (g *Globals) explain(err error, id string) error {
 	if err == nil {
 		return nil
 	}
 	var ce *client.ConnError
-	if errors.As(err, &ce) {
+	var fe *client.ForeignAnswerError
+	if errors.As(err, &ce) || errors.As(err, &fe) {
 		return err // its message names the URL and the fix already
 	}
 	var de *drydock.Error
 	if !errors.As(err, &de) {
 		return err
 	}
+	de = &drydock.Error{Code: termtext.Line(de.Code), Message: termtext.Line(de.Message)}
 	switch de.Code {
 	case drydock.EUNAUTHORIZED:
 		if g.Token == "" {
@@ -123,11 +129,34 @@ func (g *Globals) explain(err error, id string) error {
 	return fmt.Errorf("%s: %s", de.Code, de.Message)
 }
 
+// writeJSON prints v as one line of JSON. The characters a terminal acts on
+// that encoding/json leaves raw (DEL, C1 controls, bidirectional overrides)
+// are written as \u escapes: the same document to jq, nothing hidden on a
+// terminal.
 func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
-	return enc.Encode(v)
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	_, err := w.Write(termtext.JSON(b.Bytes()))
+	return err
 }
+
+// safe is text from the server or a sandbox made fit for one line of the
+// terminal: control characters and bidirectional overrides shown visibly
+// (package termtext). Every such value passes through it, or through
+// safeText for multi-line text, before it is printed or coloured.
+func safe(s string) string { return termtext.Line(s) }
+
+// safeText is safe for multi-line text: it keeps newlines and tabs.
+func safeText(s string) string { return termtext.Text(s) }
+
+// cmdWord is a value from the server (a job id, a cursor) as a word of a
+// command the user may copy: escaped for the terminal and quoted for the
+// shell, so pasting it runs nothing the server chose.
+func cmdWord(s string) string { return shellWord(safe(s)) }
 
 // ansi wraps s in an SGR colour code when on is set.
 func ansi(on bool, code, s string) string {

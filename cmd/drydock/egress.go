@@ -33,7 +33,7 @@ func (c *EgressCmd) Run(g *Globals) error {
 		for _, r := range c.Remove {
 			r = strings.TrimSpace(r)
 			if !slices.Contains(list, r) {
-				return drydock.Errorf(drydock.EINVALID, "%q is not in the egress list of job %s (it has: %s)", r, j.ID, listOrNone(j.Egress))
+				return drydock.Errorf(drydock.EINVALID, "%q is not in the egress list of job %s (it has: %s)", r, safe(j.ID), listOrNone(j.Egress))
 			}
 			list = slices.DeleteFunc(list, func(e string) bool { return e == r })
 		}
@@ -57,16 +57,17 @@ func (c *EgressCmd) Run(g *Globals) error {
 		return writeJSON(out, j)
 	}
 	if len(j.Egress) == 0 {
-		_, err = fmt.Fprintf(out, "Job %s may reach nothing on the network.\n", j.ID)
+		_, err = fmt.Fprintf(out, "Job %s may reach nothing on the network.\n", safe(j.ID))
 		return err
 	}
-	_, err = fmt.Fprintf(out, "Job %s may reach: %s\n", j.ID, listOrNone(j.Egress))
+	_, err = fmt.Fprintf(out, "Job %s may reach: %s\n", safe(j.ID), listOrNone(j.Egress))
 	return err
 }
 
+// listOrNone shows an egress list from the server, escaped.
 func listOrNone(l []string) string {
 	if len(l) == 0 {
 		return "nothing"
 	}
-	return strings.Join(l, ", ")
+	return safe(strings.Join(l, ", "))
 }

@@ -64,8 +64,8 @@ func (c *JobsCmd) Run(g *Globals) error {
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tSTATUS\tAGE\tSTEPS\tCOST\tTASK")
 	for _, j := range page.Jobs {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", j.ID, j.Status, age(now, j.CreatedAt), j.Steps, cost(j.Usage.CostUSD),
-			truncate(firstLine(j.Task), 60))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", safe(j.ID), safe(string(j.Status)), age(now, j.CreatedAt), j.Steps, cost(j.Usage.CostUSD),
+			safe(truncate(firstLine(j.Task), 60)))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -78,7 +78,7 @@ func (c *JobsCmd) Run(g *Globals) error {
 		if c.Limit != 20 {
 			next += fmt.Sprintf(" --limit %d", c.Limit)
 		}
-		fmt.Fprintf(g.errw(), "More jobs: %s --cursor %s (or --all)\n", next, page.NextCursor)
+		fmt.Fprintf(g.errw(), "More jobs: %s --cursor %s (or --all)\n", next, cmdWord(page.NextCursor))
 	}
 	return nil
 }

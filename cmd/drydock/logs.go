@@ -60,7 +60,7 @@ func follow(ctx context.Context, g *Globals, cl *client.Client, id string, after
 	err := cl.StreamEvents(ctx, id, after, p.print)
 	if err != nil {
 		if interrupted() {
-			resume := "drydock logs " + id + " -f"
+			resume := "drydock logs " + cmdWord(id) + " -f"
 			if p.last > 0 {
 				resume += fmt.Sprintf(" --after %d", p.last)
 			}
@@ -107,16 +107,17 @@ func (p *eventPrinter) print(e *drydock.Event) error {
 	_ = json.Unmarshal(e.Data, &d)
 	str := func(k string) string { s, _ := d[k].(string); return s }
 	ts := ansi(p.color, dim, e.Time.Local().Format("15:04:05"))
+	// line's text is made safe by its caller, before colouring.
 	line := func(label, labelColor, text string) error {
-		_, err := fmt.Fprintf(p.w, "%s %s %s\n", ts, ansi(p.color, labelColor, fmt.Sprintf("%-8s", label)), text)
+		_, err := fmt.Fprintf(p.w, "%s %s %s\n", ts, ansi(p.color, labelColor, fmt.Sprintf("%-8s", safe(label))), text)
 		return err
 	}
 	switch e.Type {
 	case drydock.EventStatus:
 		st := drydock.JobStatus(str("status"))
-		text := ansi(p.color, statusColor(st)+";"+bold, string(st))
+		text := ansi(p.color, statusColor(st)+";"+bold, safe(string(st)))
 		if msg := str("error"); msg != "" {
-			text += ": " + ansi(p.color, red, firstLine(msg))
+			text += ": " + ansi(p.color, red, safe(firstLine(msg)))
 		}
 		return line("status", statusColor(st), text)
 	case drydock.EventModel:
@@ -128,7 +129,7 @@ func (p *eventPrinter) print(e *drydock.Event) error {
 	case drydock.EventToolCall:
 		name := str("name")
 		input, _ := d["input"].(map[string]any)
-		return line("tool", cyan, ansi(p.color, bold, name)+" "+toolPreview(name, input, d["input"]))
+		return line("tool", cyan, ansi(p.color, bold, safe(name))+" "+safe(toolPreview(name, input, d["input"])))
 	case drydock.EventObservation:
 		isErr, _ := d["is_error"].(bool)
 		out := str("output")
@@ -140,13 +141,13 @@ func (p *eventPrinter) print(e *drydock.Event) error {
 		}
 		return p.block("output", dim, ts, out, false)
 	case drydock.EventError:
-		return line("error", red, ansi(p.color, red, firstLine(str("message"))))
+		return line("error", red, ansi(p.color, red, safe(firstLine(str("message")))))
 	case drydock.EventLog:
 		lc := dim
 		if lv := str("level"); lv == "error" || lv == "warn" {
 			lc = yellow
 		}
-		return line("log", lc, truncate(firstLine(str("message")), outputRunes))
+		return line("log", lc, safe(truncate(firstLine(str("message")), outputRunes)))
 	case drydock.EventCondensation:
 		return line("memory", dim, "older steps were summarized to fit the model's context")
 	case drydock.EventArtifact:
@@ -155,13 +156,13 @@ func (p *eventPrinter) print(e *drydock.Event) error {
 		if format == "" {
 			format = "archive"
 		}
-		return line("archive", green, fmt.Sprintf("workspace archived (%s, %s)", bytesize(int64(size)), format))
+		return line("archive", green, fmt.Sprintf("workspace archived (%s, %s)", bytesize(int64(size)), safe(format)))
 	case drydock.EventSummary:
 		return p.block("summary", green, ts, str("summary"), false)
 	case drydock.EventUsage:
 		return nil // the final line sums it up
 	}
-	return line(string(e.Type), dim, truncate(string(e.Data), previewRunes))
+	return line(string(e.Type), dim, safe(truncate(string(e.Data), previewRunes)))
 }
 
 // block prints up to outputLines lines of text, the first after the label
@@ -171,7 +172,9 @@ func (p *eventPrinter) block(label, labelColor, ts, text string, isErr bool) err
 	shown := lines[:min(len(lines), outputLines)]
 	pad := strings.Repeat(" ", len("15:04:05")+1+8+1)
 	for i, l := range shown {
-		l = truncate(strings.TrimRight(l, " \t"), outputRunes)
+		// Text, not Line: a tab in a tool's output is harmless, and ^I
+		// in every line of a Makefile would not be.
+		l = safeText(truncate(strings.TrimRight(l, " \t"), outputRunes))
 		if isErr {
 			l = ansi(p.color, red, l)
 		}
@@ -244,7 +247,7 @@ func toolPreview(name string, in map[string]any, raw any) string {
 // error or summary, and how to get its workspace.
 func (p *eventPrinter) final(j *drydock.Job) {
 	w := p.w
-	parts := []string{ansi(p.color, statusColor(j.Status)+";"+bold, string(j.Status))}
+	parts := []string{ansi(p.color, statusColor(j.Status)+";"+bold, safe(string(j.Status)))}
 	if d := runTime(j, time.Now()); d > 0 {
 		parts = append(parts, "in "+d.String())
 	}
@@ -255,14 +258,14 @@ func (p *eventPrinter) final(j *drydock.Job) {
 	if j.Usage.CostUSD > 0 {
 		parts = append(parts, cost(j.Usage.CostUSD))
 	}
-	fmt.Fprintf(w, "\nJob %s %s\n", j.ID, strings.Join(parts, " · "))
+	fmt.Fprintf(w, "\nJob %s %s\n", safe(j.ID), strings.Join(parts, " · "))
 	if j.Error != "" {
-		fmt.Fprintf(w, "Error:    %s\n", ansi(p.color, red, j.Error))
+		fmt.Fprintf(w, "Error:    %s\n", ansi(p.color, red, safeText(j.Error)))
 	}
 	if j.Summary != "" {
-		fmt.Fprintf(w, "Summary:  %s\n", truncate(strings.Join(strings.Fields(j.Summary), " "), 400))
+		fmt.Fprintf(w, "Summary:  %s\n", safe(truncate(strings.Join(strings.Fields(j.Summary), " "), 400)))
 	}
 	if j.DownloadURL != "" {
-		fmt.Fprintf(w, "Download: drydock download %s  (%s)\n", j.ID, j.DownloadURL)
+		fmt.Fprintf(w, "Download: drydock download %s  (%s)\n", cmdWord(j.ID), safe(j.DownloadURL))
 	}
 }

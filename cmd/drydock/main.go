@@ -5,10 +5,13 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 
 	"github.com/alecthomas/kong"
+
+	"github.com/drydockhq/drydock/termtext"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -62,7 +65,14 @@ func main() {
 		kong.Vars{"data_dir": defaultDataDir()},
 	)
 	if err := ctx.Run(&c.Globals); err != nil {
-		fmt.Fprintln(os.Stderr, "drydock:", err)
+		printError(os.Stderr, err)
 		os.Exit(1)
 	}
+}
+
+// printError shows a command's error. Errors quote the server, a sandbox, a
+// file or an engine, so whatever a terminal would act on is escaped here,
+// once for every command (errors.Join's lines stay lines).
+func printError(w io.Writer, err error) {
+	fmt.Fprintln(w, "drydock:", termtext.Text(err.Error()))
 }

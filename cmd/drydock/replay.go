@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -161,9 +159,9 @@ func (c *ReplayCmd) Run(g *Globals) error {
 			if report.Sandbox.Reach == nil {
 				// The replay failed before its report: say where the
 				// sandbox is all the same.
-				fmt.Fprintf(g.errw(), "drydock: the sandbox %s is kept; reach it with:\n", sb.ID)
+				fmt.Fprintf(g.errw(), "drydock: the sandbox %s is kept; reach it with:\n", safe(sb.ID))
 				for _, l := range c.reach(sb, report.Sandbox.Workspace) {
-					fmt.Fprintln(g.errw(), "  "+l)
+					fmt.Fprintln(g.errw(), "  "+safe(l))
 				}
 			}
 			return
@@ -172,7 +170,7 @@ func (c *ReplayCmd) Run(g *Globals) error {
 		dctx, done := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 		defer done()
 		if err := rt.Destroy(dctx, sb.ID); err != nil {
-			fmt.Fprintf(g.errw(), "drydock: destroy sandbox %s: %v\n", sb.ID, err)
+			fmt.Fprintf(g.errw(), "drydock: destroy sandbox %s: %s\n", safe(sb.ID), safe(err.Error()))
 		}
 	}()
 
@@ -194,7 +192,7 @@ func (c *ReplayCmd) Run(g *Globals) error {
 		if report.Sandbox.Workspace != "" {
 			where = ", workspace " + report.Sandbox.Workspace
 		}
-		fmt.Fprintf(g.out(), "Replaying %d tool calls of job %s in a fresh %s %s sandbox %s%s.\n", len(steps), tr.Job.ID, rt.Name(), profile, sb.ID, where)
+		fmt.Fprintf(g.out(), "Replaying %d tool calls of job %s in a fresh %s %s sandbox %s%s.\n", len(steps), safe(tr.Job.ID), rt.Name(), safe(string(profile)), safe(sb.ID), safe(where))
 	}
 	for _, s := range steps {
 		c.replay(ctx, set, s)
@@ -233,9 +231,9 @@ func (c *ReplayCmd) load(ctx context.Context, g *Globals) (*api.Trajectory, erro
 	)
 	switch {
 	case c.Job != "":
-		body, err := fetchTrajectory(ctx, g, c.Job)
+		body, err := g.Client().Trajectory(ctx, c.Job)
 		if err != nil {
-			return nil, err
+			return nil, g.explain(err, c.Job)
 		}
 		defer body.Close()
 		r, name = body, "the trajectory of job "+c.Job
@@ -260,36 +258,6 @@ func (c *ReplayCmd) load(ctx context.Context, g *Globals) (*api.Trajectory, erro
 		return nil, fmt.Errorf("%s has no job", name)
 	}
 	return &tr, nil
-}
-
-// fetchTrajectory GETs /v1/jobs/{id}/trajectory. The SDK has no method for
-// it yet, so this is a plain request with the CLI's URL and token.
-func fetchTrajectory(ctx context.Context, g *Globals, id string) (io.ReadCloser, error) {
-	u := strings.TrimRight(g.URL, "/") + "/v1/jobs/" + url.PathEscape(id) + "/trajectory"
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return nil, fmt.Errorf("server URL %q: %w", g.URL, err)
-	}
-	if g.Token != "" {
-		req.Header.Set("Authorization", "Bearer "+g.Token)
-	}
-	req.Header.Set("User-Agent", "drydock-cli/"+version)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("cannot reach the Drydock server at %s: %w (is it running? set DRYDOCK_URL or --url)", g.URL, err)
-	}
-	if resp.StatusCode == http.StatusOK {
-		return resp.Body, nil
-	}
-	defer resp.Body.Close()
-	var e struct {
-		Error drydock.Error `json:"error"`
-	}
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	if json.Unmarshal(b, &e) != nil || e.Error.Code == "" {
-		return nil, fmt.Errorf("fetch the trajectory of job %s: %s from %s", id, resp.Status, g.URL)
-	}
-	return nil, g.explain(&e.Error, id)
 }
 
 // runtime builds the runtime the sandbox is created in, and what to do
@@ -360,7 +328,7 @@ func (c *ReplayCmd) ready(ctx context.Context, g *Globals, box *toolbox.Client, 
 	}
 	if len(components) > 0 {
 		if err := box.WaitReady(rctx, components...); err != nil {
-			fmt.Fprintf(g.errw(), "drydock: the sandbox's %s did not become ready (%s); the calls that need it may fail\n", strings.Join(components, " and "), drydock.ErrorMessage(err))
+			fmt.Fprintf(g.errw(), "drydock: the sandbox's %s did not become ready (%s); the calls that need it may fail\n", strings.Join(components, " and "), safe(drydock.ErrorMessage(err)))
 		}
 	}
 	return info, nil
@@ -622,12 +590,12 @@ func printStep(w io.Writer, s *replayStep) {
 		replaySkipped:    "skipped",
 		replayUnrecorded: "not recorded",
 	}[s.Result]
-	fmt.Fprintf(w, "  step %-3d %-28s %-56s %s\n", s.Step, s.Name, describe(s.Name, s.Input), label)
+	fmt.Fprintf(w, "  step %-3d %-28s %-56s %s\n", s.Step, safe(s.Name), safe(describe(s.Name, s.Input)), label)
 	if s.Reason != "" && s.Result != replayMatch {
-		fmt.Fprintf(w, "           %s\n", s.Reason)
+		fmt.Fprintf(w, "           %s\n", safe(s.Reason))
 	}
 	if s.Result == replayUnrecorded && s.Replayed != nil {
-		fmt.Fprintf(w, "           replayed: %s\n", truncate(firstLine(s.Replayed.Output), 120))
+		fmt.Fprintf(w, "           replayed: %s\n", safe(truncate(firstLine(s.Replayed.Output), 120)))
 	}
 }
 
@@ -638,8 +606,8 @@ func printSummary(w io.Writer, r *replayReport) {
 		fmt.Fprintln(w, "The sandbox was destroyed (keep it with --keep).")
 		return
 	}
-	fmt.Fprintf(w, "The sandbox %s is kept. Reach it with:\n", r.Sandbox.ID)
+	fmt.Fprintf(w, "The sandbox %s is kept. Reach it with:\n", safe(r.Sandbox.ID))
 	for _, l := range r.Sandbox.Reach {
-		fmt.Fprintln(w, "  "+l)
+		fmt.Fprintln(w, "  "+safe(l))
 	}
 }

@@ -101,9 +101,9 @@ func (c *ScheduleCmd) Run(g *Globals) error {
 				return err
 			}
 		} else {
-			fmt.Fprintf(out, "Scheduled job %s  (%s)\n", ansi(p.color, bold, j.ID), j.StatusURL)
+			fmt.Fprintf(out, "Scheduled job %s  (%s)\n", ansi(p.color, bold, safe(j.ID)), safe(j.StatusURL))
 			if j.VNCURL != "" {
-				fmt.Fprintf(out, "Desktop: %s\n", j.VNCURL)
+				fmt.Fprintf(out, "Desktop: %s\n", safe(j.VNCURL))
 			}
 		}
 		final, err := follow(ctx, g, cl, j.ID, 0, p, interrupted)
@@ -124,7 +124,7 @@ func (c *ScheduleCmd) Run(g *Globals) error {
 		final, err := cl.Wait(ctx, j.ID)
 		if err != nil {
 			if interrupted() {
-				fmt.Fprintf(errw, "\nStopped waiting; job %s keeps running. Check it with: drydock status %s\n", j.ID, j.ID)
+				fmt.Fprintf(errw, "\nStopped waiting; job %s keeps running. Check it with: drydock status %s\n", safe(j.ID), cmdWord(j.ID))
 				return nil
 			}
 			return g.explain(err, j.ID)
@@ -145,8 +145,8 @@ func (c *ScheduleCmd) Run(g *Globals) error {
 	}
 	// The id alone on standard output, so that id=$(drydock schedule ...)
 	// works; the rest is for the person at the terminal.
-	fmt.Fprintln(out, j.ID)
-	fmt.Fprintf(errw, "Status: %s\nFollow: drydock logs %s -f\n", j.StatusURL, j.ID)
+	fmt.Fprintln(out, safe(j.ID))
+	fmt.Fprintf(errw, "Status: %s\nFollow: drydock logs %s -f\n", safe(j.StatusURL), cmdWord(j.ID))
 	return nil
 }
 
@@ -163,9 +163,9 @@ func shellWord(s string) string {
 func failed(j *drydock.Job) error {
 	switch j.Status {
 	case drydock.StatusError:
-		return fmt.Errorf("job %s failed", j.ID)
+		return fmt.Errorf("job %s failed", safe(j.ID))
 	case drydock.StatusCancelled:
-		return fmt.Errorf("job %s was cancelled", j.ID)
+		return fmt.Errorf("job %s was cancelled", safe(j.ID))
 	}
 	return nil
 }

@@ -35,11 +35,14 @@ func (c *StatusCmd) Run(g *Globals) error {
 // is empty.
 func printStatus(w io.Writer, j *drydock.Job, color bool, now time.Time) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 1, ' ', 0)
-	row := func(k, v string) {
+	// coloured takes a value made safe already; row takes the job's own
+	// words, from the server.
+	coloured := func(k, v string) {
 		if v != "" {
 			fmt.Fprintf(tw, "%s:\t%s\n", k, v)
 		}
 	}
+	row := func(k, v string) { coloured(k, safe(v)) }
 	when := func(t *time.Time) string {
 		if t == nil || t.IsZero() {
 			return ""
@@ -47,11 +50,11 @@ func printStatus(w io.Writer, j *drydock.Job, color bool, now time.Time) error {
 		return fmt.Sprintf("%s (%s ago)", t.Local().Format("2006-01-02 15:04:05"), age(now, *t))
 	}
 	row("Job", j.ID)
-	status := ansi(color, statusColor(j.Status), string(j.Status))
+	status := ansi(color, statusColor(j.Status), safe(string(j.Status)))
 	if d := runTime(j, now); d > 0 {
 		status += fmt.Sprintf(" (%s)", d)
 	}
-	row("Status", status)
+	coloured("Status", status)
 	row("Task", truncate(firstLine(j.Task), 100))
 	row("Model", j.Model)
 	row("Profile", string(j.Profile))
@@ -67,7 +70,7 @@ func printStatus(w io.Writer, j *drydock.Job, color bool, now time.Time) error {
 		row("Usage", usage)
 	}
 	if j.Error != "" {
-		row("Error", ansi(color, red, strings.ReplaceAll(j.Error, "\n", " ")))
+		coloured("Error", ansi(color, red, safe(strings.ReplaceAll(j.Error, "\n", " "))))
 	}
 	row("Summary", truncate(firstLine(j.Summary), 200))
 	var meta []string
@@ -77,7 +80,7 @@ func printStatus(w io.Writer, j *drydock.Job, color bool, now time.Time) error {
 	row("Metadata", strings.Join(meta, ", "))
 	row("Desktop", j.VNCURL)
 	if j.DownloadURL != "" {
-		row("Download", fmt.Sprintf("drydock download %s  (%s)", j.ID, j.DownloadURL))
+		coloured("Download", fmt.Sprintf("drydock download %s  (%s)", cmdWord(j.ID), safe(j.DownloadURL)))
 	}
 	return tw.Flush()
 }
