@@ -62,9 +62,9 @@ type ServerCmd struct {
 // ResourceOptions are the per-sandbox limits.
 type ResourceOptions struct {
 	CPUs      float64 `default:"1" help:"CPUs per sandbox."`
-	MemoryMiB int64   `default:"2048" help:"Memory limit per sandbox in MiB."`
+	MemoryMiB int64   `default:"4096" help:"Memory limit per sandbox in MiB. The sandbox's tmpfs mounts (workspace, /tmp, home) count against it; Docker and Podman keep them below it with a reserve for processes (a quarter, 256-1024 MiB), so a full workspace is 'no space left', not an OOM kill."`
 	Pids      int64   `default:"1024" help:"Process limit per sandbox."`
-	DiskMiB   int64   `default:"2048" help:"Workspace size limit per sandbox in MiB."`
+	DiskMiB   int64   `default:"2048" help:"Workspace size limit per sandbox in MiB (on Docker and Podman at most what --sandbox-memory-mi-b leaves after /tmp, home and the reserve for processes)."`
 }
 
 func newLogger(w *os.File, level slog.Level, format string) *slog.Logger {

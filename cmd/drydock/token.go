@@ -63,7 +63,7 @@ func (c *TokenCreateCmd) Run(g *Globals, parent *TokenCmd) error {
 	if c.JSON {
 		return json.NewEncoder(g.Out).Encode(map[string]any{"id": t.ID, "name": t.Name, "admin": t.Admin, "token": secret})
 	}
-	fmt.Fprintf(g.Err, "Created token %s (%s, admin=%v). It is shown only now; keep it safe:\n", t.ID, t.Name, t.Admin)
+	fmt.Fprintf(g.Err, "Created token %s (%s, admin=%v). It is shown only now; keep it safe:\n", safe(t.ID), safe(t.Name), t.Admin)
 	fmt.Fprintln(g.Out, secret)
 	return nil
 }
@@ -94,7 +94,7 @@ func (c *TokenListCmd) Run(g *Globals, parent *TokenCmd) error {
 		if t.RevokedAt != nil {
 			revoked = t.RevokedAt.Format(time.RFC3339)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%v\t%s\t%s\n", t.ID, t.Name, t.Admin, t.CreatedAt.Format(time.RFC3339), revoked)
+		fmt.Fprintf(tw, "%s\t%s\t%v\t%s\t%s\n", safe(t.ID), safe(t.Name), t.Admin, t.CreatedAt.Format(time.RFC3339), revoked)
 	}
 	return tw.Flush()
 }
