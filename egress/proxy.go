@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
@@ -18,6 +17,7 @@ import (
 	"time"
 
 	"github.com/drydockhq/drydock"
+	"github.com/drydockhq/drydock/unixsock"
 )
 
 // Config tunes a Proxy. Zero values take the defaults noted.
@@ -115,26 +115,13 @@ func New(cfg Config) *Proxy {
 // by a previous process) and serves the job's egress on it until the
 // returned Closer is closed. The socket is mode 0666: the sandbox's user is
 // another uid on the host, and the directory holding it is what keeps other
-// host users out.
+// host users out. That directory may be the sandbox's to write, so nothing
+// at path is followed (package unixsock): a link planted there, even
+// between bind and chmod, leaves its target as it was and fails Listen.
 func (p *Proxy) Listen(jobID, path string) (io.Closer, error) {
-	if fi, err := os.Lstat(path); err == nil {
-		if fi.Mode()&fs.ModeSocket == 0 {
-			return nil, fmt.Errorf("egress socket %s exists and is not a socket", path)
-		}
-		if err := os.Remove(path); err != nil {
-			return nil, fmt.Errorf("remove stale egress socket: %w", err)
-		}
-	}
-	ln, err := net.Listen("unix", path)
+	ln, err := unixsock.Listen(path, 0o666)
 	if err != nil {
 		return nil, fmt.Errorf("egress socket: %w", err)
-	}
-	// Closing must not remove a socket that a newer listener (another
-	// process reattaching to the sandbox) put at the same path.
-	ln.(*net.UnixListener).SetUnlinkOnClose(false)
-	if err := os.Chmod(path, 0o666); err != nil {
-		ln.Close()
-		return nil, fmt.Errorf("chmod egress socket: %w", err)
 	}
 	fi, err := os.Lstat(path)
 	if err != nil {
@@ -144,9 +131,9 @@ func (p *Proxy) Listen(jobID, path string) (io.Closer, error) {
 	s := p.Serve(jobID, ln)
 	return closerFunc(func() error {
 		err := s.Close()
-		if now, serr := os.Lstat(path); serr == nil && os.SameFile(fi, now) {
-			os.Remove(path)
-		}
+		// Closing must not remove a socket that a newer listener (another
+		// process reattaching to the sandbox) put at the same path.
+		unixsock.Remove(path, fi)
 		return err
 	}), nil
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/drydockhq/drydock"
+	"github.com/drydockhq/drydock/unixsock"
 )
 
 // Client talks to one toolboxd. It keeps connections alive between calls, and
@@ -39,8 +40,11 @@ func New(ep drydock.Endpoint, token string) *Client {
 	}
 	if ep.Network == "unix" {
 		base = "http://toolbox"
+		// The socket's directory is the sandbox's (see runtime/docker):
+		// a link planted there must not send this client's requests, and
+		// its token, to another socket.
 		dial = func(ctx context.Context, _, _ string) (net.Conn, error) {
-			return d.DialContext(ctx, "unix", ep.Address)
+			return unixsock.DialWith(ctx, d, ep.Address)
 		}
 	}
 	tr := &http.Transport{

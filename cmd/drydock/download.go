@@ -92,6 +92,13 @@ func (c *DownloadCmd) Run(g *Globals) error {
 	if err == nil {
 		err = tmp.Sync()
 	}
+	if err == nil {
+		// Through the descriptor: the name is in a directory the user
+		// chose, which others may write (a shared /tmp).
+		if err = tmp.Chmod(0o644); err != nil {
+			err = fmt.Errorf("set permissions of %s: %w", path, err)
+		}
+	}
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
 	}
@@ -100,9 +107,6 @@ func (c *DownloadCmd) Run(g *Globals) error {
 			return fmt.Errorf("download of %s interrupted; nothing was saved", c.ID)
 		}
 		return c.explain(g, err)
-	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
-		return fmt.Errorf("set permissions of %s: %w", path, err)
 	}
 	if err := c.place(tmp.Name(), path); err != nil {
 		return err

@@ -21,13 +21,32 @@
 //
 // toolboxd listens on a unix socket in a per-sandbox host directory
 // (StateDir/<id>/toolbox, mounted at /run/toolbox), so the orchestrator
-// reaches it without any network. The sandbox's random token is given to
-// toolboxd in its environment and kept on the host in a 0600 file beside
-// that directory (never in a label), where Get finds it again after an
-// orchestrator restart. The directory is mode 0777 inside a 0700 parent:
-// uid 1000 in the container (which is another uid on the host under
-// rootless Podman) must create the socket, and no other host user can
-// reach it through the parent.
+// reaches it without any network. The sandbox's random token is kept on
+// the host in a 0600 file beside that directory (never in a label or the
+// environment), where Get finds it again after an orchestrator restart;
+// toolboxd gets it through a boot secrets file that it reads and removes
+// as it starts.
+//
+// That directory is the one host directory a sandbox sees, so it must
+// never be a way onto the host's disk. It is created 0777 inside a 0700
+// parent, because toolboxd (uid 1000 in the container, another uid on the
+// host under rootless Podman) must create its socket and remove the boot
+// secrets there. Create then waits until toolboxd listens and seals the
+// directory (sockdir.go): through a descriptor opened with O_NOFOLLOW it
+// is chowned to the orchestrator's user and made 0755, the boot secrets
+// are removed if still there, and anything but toolboxd's socket fails the
+// Create (a file made before the seal could be held open and filled). From
+// then on the sandbox can connect to the sockets there and nothing else:
+// it cannot create, fill, rename or replace an entry. The seal is a mode
+// on a host directory, so it survives orchestrator restarts (Get and
+// reattaching need nothing), warm sandboxes are sealed before the pool
+// sees them, and Destroy and PruneStateDirs remove the directory as
+// before. A tmpfs mounted by the host with a size cap was the other way:
+// it needs privileges a rootless orchestrator lacks, and a mount left by
+// a crash blocks the directory's removal. Sandboxes created by an older
+// Drydock keep a writable directory until they end. Host code that works
+// in the directory never follows a link there anyway (package unixsock,
+// os.RemoveAll).
 //
 // A warm sandbox (package pool) is handed to a job with Claim: toolboxd
 // replaces its token and VNC password with fresh ones, and the new secrets

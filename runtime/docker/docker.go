@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
@@ -279,7 +280,7 @@ func (r *Runtime) createContainer(ctx context.Context, id, dir, img string, spec
 			homeDir:      tmpfsOpts(podman, homeSize, "0755", true),
 			"/tmp":       tmpfsOpts(podman, tmpBytes, "1777", false),
 		},
-		Mounts: []mount.Mount{{Type: mount.TypeBind, Source: filepath.Join(dir, "toolbox"), Target: toolboxDir}},
+		Mounts: []mount.Mount{{Type: mount.TypeBind, Source: socketDir(dir), Target: toolboxDir}},
 		Resources: container.Resources{
 			Memory:     res.MemoryBytes,
 			MemorySwap: res.MemoryBytes, // no swap: the limit is the limit
@@ -310,6 +311,9 @@ func (r *Runtime) createContainer(ctx context.Context, id, dir, img string, spec
 	}
 	if _, err := r.cli.ContainerStart(ctx, id, client.ContainerStartOptions{}); err != nil {
 		return nil, engineError(fmt.Sprintf("start sandbox %s", id), err)
+	}
+	if err := r.sealSocketDir(ctx, id, dir); err != nil {
+		return nil, fmt.Errorf("start sandbox %s: %w", id, err)
 	}
 	return &drydock.Sandbox{
 		ID:          id,
@@ -412,7 +416,7 @@ func (r *Runtime) makeStateDir(dir string, sec secrets) error {
 	if err := os.WriteFile(filepath.Join(dir, engineFile), []byte(r.cli.DaemonHost()), 0o600); err != nil {
 		return fmt.Errorf("write engine file: %w", err)
 	}
-	sock := filepath.Join(dir, "toolbox")
+	sock := socketDir(dir)
 	if err := os.Mkdir(sock, 0o777); err != nil {
 		return fmt.Errorf("create socket dir: %w", err)
 	}
@@ -433,26 +437,32 @@ const bootSecretsFile = "boot-secrets.json"
 // writeBootSecrets writes the file for the sandbox's user only. Where the
 // orchestrator may not chown (a rootless engine maps uids anyway) it stays
 // readable to all, which the 0700 state directory around it still keeps from
-// the host's other users.
+// the host's other users. The directory is new and no container runs yet,
+// but the file is still created exclusively and changed only through its
+// descriptor: nothing at that name is followed.
 func writeBootSecrets(sock string, sec secrets) error {
 	data, err := json.Marshal(toolbox.BootSecrets{Token: sec.Token, VNCPassword: sec.VNCPassword})
 	if err != nil {
 		return err
 	}
-	path := filepath.Join(sock, bootSecretsFile)
-	if err := os.WriteFile(path, data, 0o600); err != nil {
+	f, err := os.OpenFile(filepath.Join(sock, bootSecretsFile), os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o600)
+	if err != nil {
 		return fmt.Errorf("write boot secrets: %w", err)
 	}
-	if err := os.Chown(path, 1000, 1000); err != nil {
-		if err := os.Chmod(path, 0o644); err != nil {
+	defer f.Close()
+	if _, err := f.Write(data); err != nil {
+		return fmt.Errorf("write boot secrets: %w", err)
+	}
+	if err := f.Chown(1000, 1000); err != nil {
+		if err := f.Chmod(0o644); err != nil {
 			return fmt.Errorf("chmod boot secrets: %w", err)
 		}
 	}
-	return nil
+	return f.Close()
 }
 
 func endpoint(dir string) drydock.Endpoint {
-	return drydock.Endpoint{Network: "unix", Address: filepath.Join(dir, "toolbox", toolboxSocket)}
+	return drydock.Endpoint{Network: "unix", Address: filepath.Join(socketDir(dir), toolboxSocket)}
 }
 
 // Get implements drydock.Runtime.
@@ -484,7 +494,7 @@ func (r *Runtime) List(ctx context.Context, labels map[string]string) ([]*drydoc
 			f.Add("label", k+"="+v)
 		}
 	}
-	res, err := r.cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f})
+	res, err := r.listContainers(ctx, f)
 	if err != nil {
 		return nil, engineError("list sandboxes", err)
 	}
@@ -504,6 +514,35 @@ func (r *Runtime) List(ctx context.Context, labels map[string]string) ([]*drydoc
 	}
 	slices.SortFunc(out, func(a, b *drydock.Sandbox) int { return strings.Compare(a.ID, b.ID) })
 	return out, nil
+}
+
+// listAttempts and listBackoff bound the retries of a failed list: a few
+// tenths of a second in all.
+const (
+	listAttempts = 4
+	listBackoff  = 50 * time.Millisecond
+)
+
+// listContainers lists containers, retrying a failed answer. Podman 4.3
+// fails the whole list ("getting container from store ...: container not
+// known") when another container disappears while it lists, which happens
+// whenever a sandbox is destroyed meanwhile; the reaper, recovery and the
+// pool all depend on the list. Each retry waits twice as long as the last.
+func (r *Runtime) listContainers(ctx context.Context, f client.Filters) (client.ContainerListResult, error) {
+	wait := listBackoff
+	for attempt := 1; ; attempt++ {
+		res, err := r.cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f})
+		if err == nil || attempt == listAttempts || ctx.Err() != nil {
+			return res, err
+		}
+		r.log.Debug("list failed; retrying", "attempt", attempt, "err", err)
+		select {
+		case <-ctx.Done():
+			return res, err
+		case <-time.After(wait):
+		}
+		wait *= 2
+	}
 }
 
 func hasLabels(have, want map[string]string) bool {

@@ -38,7 +38,16 @@ func TestProbeFromInside(t *testing.T) {
 		if err != nil || r.ExitCode != 0 {
 			t.Fatalf("probe: %+v %v\nstderr: %s", r, err, errOut.String())
 		}
-		runtimetest.CheckProbe(t, runtimetest.ParseProbe(t, out.String(), errOut.String()), runtimetest.ProbeOptions{
+		probe := runtimetest.ParseProbe(t, out.String(), errOut.String())
+		// The socket dir is the one host directory in the sandbox, sealed
+		// once toolboxd listens: CheckProbe requires every write there
+		// refused, and the probe must have tried.
+		if got, ok := probe.BoundWrites[toolboxDir]; !ok {
+			t.Errorf("the probe tried no writes in %s", toolboxDir)
+		} else {
+			t.Logf("writes in %s: %v", toolboxDir, got)
+		}
+		runtimetest.CheckProbe(t, probe, runtimetest.ProbeOptions{
 			Volumes: []string{"/workspace", "/tmp", "/home/agent"},
 			Volume: func(m runtimetest.ProbeMount) error {
 				if m.FSType != "tmpfs" {
@@ -47,7 +56,8 @@ func TestProbeFromInside(t *testing.T) {
 				return nil
 			},
 			// The engine's per-container files and its init binary, bound
-			// in read-only or owned by root, and toolboxd's socket dir.
+			// in read-only or owned by root, and toolboxd's socket dir
+			// (sealed: no writes).
 			Bound:    []string{"/etc/hosts", "/etc/hostname", "/etc/resolv.conf", "/run/.containerenv", "/usr/sbin/docker-init", "/run/podman-init", toolboxDir},
 			Required: []string{toolboxDir},
 			Inits:    []string{"docker-init", "tini", "catatonit", "podman-init"},

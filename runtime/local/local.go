@@ -17,10 +17,12 @@ import (
 	"regexp"
 	"sort"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/drydockhq/drydock"
 	"github.com/drydockhq/drydock/toolbox/server"
+	"github.com/drydockhq/drydock/unixsock"
 )
 
 var _ drydock.Runtime = (*Runtime)(nil)
@@ -201,20 +203,14 @@ func (r *Runtime) create(m meta, token string) (*drydock.Sandbox, error) {
 // serve starts a toolbox server for the sandbox. Callers hold r.mu.
 func (r *Runtime) serve(m meta, token string) (*instance, error) {
 	sock := r.socketPath(m.ID)
-	if err := os.MkdirAll(filepath.Dir(sock), 0o700); err != nil {
-		return nil, fmt.Errorf("socket directory: %w", err)
+	if err := ownDir(filepath.Dir(sock)); err != nil {
+		return nil, err
 	}
-	// A socket nobody answers on was left by a process that died.
-	if fi, err := os.Lstat(sock); err == nil && fi.Mode()&fs.ModeSocket != 0 {
-		os.Remove(sock)
-	}
-	ln, err := net.Listen("unix", sock)
+	// A socket nobody answers on was left by a process that died; unixsock
+	// removes only a socket and follows no link.
+	ln, err := unixsock.Listen(sock, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("listen: %w", err)
-	}
-	if err := os.Chmod(sock, 0o600); err != nil {
-		ln.Close()
-		return nil, fmt.Errorf("chmod socket: %w", err)
 	}
 	dir := filepath.Join(r.root, m.ID)
 	srv := server.New(server.Config{
@@ -228,6 +224,31 @@ func (r *Runtime) serve(m meta, token string) (*instance, error) {
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
 	go hs.Serve(ln)
 	return &instance{srv: srv, hs: hs, sock: sock}, nil
+}
+
+// ownDir makes dir (0700) if needed and checks that it is a directory of
+// this user's that no one else can write, not a link: the short socket
+// directory sits in the shared temporary directory under a name anyone can
+// compute, and another user who made it first could otherwise swap the
+// sockets in it for their own and read the tokens this process sends.
+func ownDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("socket directory: %w", err)
+	}
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return fmt.Errorf("socket directory: %w", err)
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	switch {
+	case !fi.IsDir():
+		return fmt.Errorf("socket directory %s is not a directory (%v): remove it or set another socket directory", dir, fi.Mode().Type())
+	case ok && int(st.Uid) != os.Geteuid():
+		return fmt.Errorf("socket directory %s belongs to uid %d, not this user (%d): remove it or set another socket directory", dir, st.Uid, os.Geteuid())
+	case fi.Mode().Perm()&0o022 != 0:
+		return fmt.Errorf("socket directory %s is writable by others (%v): remove it or set another socket directory", dir, fi.Mode().Perm())
+	}
+	return nil
 }
 
 // stop closes the listener and connections, then kills the shells, which
@@ -377,7 +398,7 @@ func (r *Runtime) sandbox(m meta, token string, state drydock.SandboxState) *dry
 
 // answers reports whether something accepts connections on the socket.
 func answers(sock string) bool {
-	c, err := net.DialTimeout("unix", sock, time.Second)
+	c, err := unixsock.DialWith(context.Background(), &net.Dialer{Timeout: time.Second}, sock)
 	if err != nil {
 		return false
 	}

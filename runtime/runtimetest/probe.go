@@ -46,6 +46,38 @@ out["writes"] = {p: open_write(p) for p in [
     "/sys/kernel/uevent_helper", "/sys/kernel/mm/transparent_hugepage/enabled", "/sys/power/state",
     "/sys/fs/cgroup/cgroup.procs", "/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/pids.max",
     "/sys/fs/cgroup/pids/pids.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes", "/sys/fs/cgroup/cpu/cpu.cfs_quota_us"]}
+# Every directory mounted in (not the kernel's): may the sandbox create a
+# file, a directory or a link there, or rename what is there? CheckProbe
+# requires a refusal for those bound from the host, which would otherwise
+# be a way onto the host's disk. Whatever was made is removed again.
+def try_writes(d):
+    name = os.path.join(d, ".drydock-probe-%d" % os.getpid())
+    res = {}
+    def create():
+        os.close(os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
+        os.remove(name)
+    def mkdir():
+        os.mkdir(name)
+        os.rmdir(name)
+    def symlink():
+        os.symlink("/etc/passwd", name)
+        os.remove(name)
+    def rename():
+        entries = sorted(os.listdir(d))
+        if not entries:
+            raise OSError(errno.ENOENT, "empty")
+        src = os.path.join(d, entries[0])
+        os.rename(src, name)
+        os.rename(name, src)
+    for what, f in (("create", create), ("mkdir", mkdir), ("symlink", symlink), ("rename", rename)):
+        res[what] = oserr(f)
+    return res
+out["bound_writes"] = {}
+for line in out["mountinfo"].splitlines():
+    point = line.split()[4]
+    if point.startswith(("/proc", "/sys", "/dev")) or not os.path.isdir(point):
+        continue
+    out["bound_writes"][point] = try_writes(point)
 out["creates"] = {d: oserr(lambda d=d: os.close(os.open(d + "/drydock-probe", os.O_WRONLY | os.O_CREAT, 0o644)))
     for d in ["/proc", "/sys", "/sys/fs/cgroup", "/sys/kernel"]}
 
@@ -150,6 +182,9 @@ type ProbeResult struct {
 	Sudo        string               `json:"sudo"`
 	SetUIDRuns  map[string]string    `json:"setuid_runs"`
 	Orphan      string               `json:"orphan"`
+	// BoundWrites are, for each directory mount point, how creating a
+	// file, a directory and a link and renaming an entry there went.
+	BoundWrites map[string]map[string]string `json:"bound_writes"`
 }
 
 // ProbeProc is a process the probe saw in /proc.
@@ -202,7 +237,7 @@ type ProbeOptions struct {
 }
 
 // CheckProbe checks a probe's result: uid and gid 1000; every mount
-// accounted for; nothing in /proc and /sys writable; the kernel keyring
+// accounted for; no writes in what the runtime binds in from the host; nothing in /proc and /sys writable; the kernel keyring
 // refused by seccomp; only the sandbox's own processes visible, none as
 // root; toolboxd not ptrace-able; setuid, setgroups, new namespaces, mounts,
 // su and sudo giving nothing; orphans reaped.
@@ -212,6 +247,15 @@ func CheckProbe(t testing.TB, p ProbeResult, opts ProbeOptions) {
 		t.Errorf("uid, euid, gid, egid = %v; want 1000", p.UID)
 	}
 	checkMounts(t, p.Mountinfo, opts)
+	// What the runtime binds in from the host must not take writes: a
+	// writable host directory is the host's disk, past every limit.
+	for _, point := range opts.Bound {
+		for what, got := range p.BoundWrites[point] {
+			if got == "ok" {
+				t.Errorf("%s in %s (bound from the host) succeeded; want it refused", what, point)
+			}
+		}
+	}
 
 	// /proc and /sys: nothing opens for writing. A path the kernel
 	// lacks proves nothing, so most of them must exist.
