@@ -29,12 +29,12 @@ func TestRecoveredJobGetsItsShellBack(t *testing.T) {
 		notice        []string
 		output        string
 	}{
-		{"interrupted", "mkdir -p sub && cd sub && sleep 3600",
-			[]string{"The orchestrator restarted while `mkdir -p sub && cd sub && sleep 3600` was running in the shell",
+		{"interrupted", "mkdir -p sub && cd sub && touch ../ready && sleep 3600",
+			[]string{"The orchestrator restarted while `mkdir -p sub && cd sub && touch ../ready && sleep 3600` was running in the shell",
 				"it was interrupted (Ctrl-C)", "working directory, variables and background jobs are kept"},
 			"hi from sub"},
-		{"replaced", "mkdir -p sub && cd sub && trap '' INT && sleep 3600",
-			[]string{"The orchestrator restarted while `mkdir -p sub && cd sub && trap '' INT && sleep 3600` was running",
+		{"replaced", "mkdir -p sub && cd sub && trap '' INT && touch ../ready && sleep 3600",
+			[]string{"The orchestrator restarted while `mkdir -p sub && cd sub && trap '' INT && touch ../ready && sleep 3600` was running",
 				"did not stop when interrupted", "replaced by a fresh one", "were lost"},
 			"hi from workspace"},
 	} {
@@ -68,6 +68,9 @@ func TestRecoveredJobGetsItsShellBack(t *testing.T) {
 			wg.Go(func() { first.Run(ctx) })
 			sb := b.waitSandbox(t, id)
 			b.waitRunning(t, sb, "agent")
+			// Until the command has reached its sleep (past the trap), an
+			// interrupt would stop it, and the test would not test that case.
+			b.waitFile(t, sb, "ready")
 			stop()
 			wg.Wait()
 			if j, _ := b.store.GetJob(t.Context(), id); j.Status != drydock.StatusRunning {
@@ -135,6 +138,21 @@ func (b *bundle) waitRunning(t *testing.T, sb *drydock.Sandbox, session string) 
 		time.Sleep(10 * time.Millisecond)
 	}
 	t.Fatalf("no command runs in session %s", session)
+}
+
+// waitFile waits until the sandbox's workspace holds a file at path.
+func (b *bundle) waitFile(t *testing.T, sb *drydock.Sandbox, path string) {
+	t.Helper()
+	tc := toolbox.New(sb.Endpoint, sb.Token)
+	defer tc.Close()
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		if _, err := tc.Stat(t.Context(), path); err == nil {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("%s never appeared in the workspace", path)
 }
 
 func waitTerminalWithin(t *testing.T, st drydock.Store, id string, d time.Duration) *drydock.Job {
