@@ -480,8 +480,16 @@ func TestArtifactDownloads(t *testing.T) {
 	_, data := b.do(t, "GET", "/status/"+job.ID, "", "")
 	var j drydock.Job
 	json.Unmarshal(data, &j)
-	if !strings.HasSuffix(j.DownloadURL, "/v1/jobs/"+job.ID+"/artifact.tar.gz") {
-		t.Errorf("download_url = %q", j.DownloadURL)
+	// download_url is the zip the original designs promise, result its
+	// alias; the tar.gz keeps its own field.
+	if !strings.HasSuffix(j.DownloadURL, "/v1/jobs/"+job.ID+"/artifact.zip") || j.Result != j.DownloadURL {
+		t.Errorf("download_url = %q, result = %q", j.DownloadURL, j.Result)
+	}
+	if !strings.HasSuffix(j.DownloadURLTar, "/v1/jobs/"+job.ID+"/artifact.tar.gz") {
+		t.Errorf("download_url_tar = %q", j.DownloadURLTar)
+	}
+	if !strings.HasSuffix(j.DiffURL, "/v1/jobs/"+job.ID+"/diff") {
+		t.Errorf("diff_url = %q", j.DiffURL)
 	}
 	resp, data := b.do(t, "GET", "/v1/jobs/"+job.ID+"/artifact.tar.gz", "", "")
 	if resp.StatusCode != 200 || !bytes.Equal(data, buf.Bytes()) {

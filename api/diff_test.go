@@ -1,0 +1,148 @@
+package api_test
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/drydockhq/drydock"
+	"github.com/drydockhq/drydock/toolbox"
+)
+
+// diffWorkspace is a live sandbox over a fresh directory whose starting
+// point is recorded after seed has filled it.
+func diffWorkspace(t *testing.T, id string, seed map[string]string) (string, *drydock.Sandbox) {
+	t.Helper()
+	ws := filepath.Join(t.TempDir(), "ws")
+	if err := os.MkdirAll(ws, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, body := range seed {
+		writeFile(t, filepath.Join(ws, name), body)
+	}
+	sb := startToolbox(t, id, ws, nil)
+	if _, err := toolbox.New(sb.Endpoint, sb.Token).Baseline(t.Context()); err != nil {
+		t.Fatalf("baseline: %v", err)
+	}
+	return ws, sb
+}
+
+func writeFile(t *testing.T, p, body string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestDiffOfAnEmptyStartAddsEverything(t *testing.T) {
+	t.Parallel()
+	b := setupLive(t, false, nil)
+	ws, sb := diffWorkspace(t, "sb-diff-empty", nil)
+	j := b.runningJob(t, b.alice, `{"task": "x"}`, sb)
+	writeFile(t, filepath.Join(ws, "src", "app.js"), "console.log(1)\n")
+	writeFile(t, filepath.Join(ws, "README.md"), "hello\n")
+
+	resp, data := b.get(t, "/v1/jobs/"+j.ID+"/diff", b.alice)
+	if resp.StatusCode != 200 {
+		t.Fatalf("diff: %d %s", resp.StatusCode, data)
+	}
+	if ct := resp.Header.Get("Content-Type"); ct != "text/x-diff; charset=utf-8" {
+		t.Errorf("content type %q", ct)
+	}
+	got := string(data)
+	for _, want := range []string{
+		"diff --git a/README.md b/README.md\nnew file mode 100644\n",
+		"+hello\n",
+		"diff --git a/src/app.js b/src/app.js\nnew file mode 100644\n",
+		"+console.log(1)\n",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("diff lacks %q:\n%s", want, got)
+		}
+	}
+}
+
+func TestDiffShowsChangedDeletedRenamedAndBinaryFiles(t *testing.T) {
+	t.Parallel()
+	b := setupLive(t, false, nil)
+	long := strings.Repeat("a line that stays the same\n", 20)
+	ws, sb := diffWorkspace(t, "sb-diff-kinds", map[string]string{
+		"changed.txt": "one\ntwo\n",
+		"gone.txt":    "bye\n",
+		"old/name.md": long,
+		".gitignore":  "node_modules/\n",
+	})
+	j := b.runningJob(t, b.alice, `{"task": "x"}`, sb)
+	writeFile(t, filepath.Join(ws, "changed.txt"), "one\nTWO\n")
+	if err := os.Remove(filepath.Join(ws, "gone.txt")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(filepath.Join(ws, "old"), filepath.Join(ws, "new")); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(ws, "logo.bin"), "\x00\x01\x02binary\x00")
+	writeFile(t, filepath.Join(ws, "node_modules", "dep", "index.js"), "ignored\n")
+
+	resp, data := b.get(t, "/v1/jobs/"+j.ID+"/diff", b.alice)
+	if resp.StatusCode != 200 {
+		t.Fatalf("diff: %d %s", resp.StatusCode, data)
+	}
+	got := string(data)
+	for _, want := range []string{
+		"diff --git a/changed.txt b/changed.txt\n",
+		"-two\n+TWO\n",
+		"diff --git a/gone.txt b/gone.txt\ndeleted file mode 100644\n",
+		"diff --git a/old/name.md b/new/name.md\nsimilarity index 100%\nrename from old/name.md\nrename to new/name.md\n",
+		"diff --git a/logo.bin b/logo.bin\nnew file mode 100644\n",
+		"GIT binary patch\n",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("diff lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "node_modules") {
+		t.Errorf("the workspace's .gitignore is not honoured:\n%s", got)
+	}
+
+	// Once the job ends, the stored diff answers (the runner stores it
+	// beside the archive).
+	if _, err := b.artifacts.Put(t.Context(), drydock.DiffArtifactKey(j.ID), bytes.NewReader(data)); err != nil {
+		t.Fatal(err)
+	}
+	b.finish(t, j.ID, drydock.StatusComplete, tarGz(t, nil))
+	resp, stored := b.get(t, "/v1/jobs/"+j.ID+"/diff", b.alice)
+	if resp.StatusCode != 200 || !bytes.Equal(stored, data) {
+		t.Errorf("stored diff: %d %q", resp.StatusCode, stored)
+	}
+	if resp, _ := b.get(t, "/v1/jobs/"+j.ID+"/diff", b.bob); resp.StatusCode != 404 {
+		t.Errorf("another user's job's diff: %d", resp.StatusCode)
+	}
+}
+
+func TestDiffBeforeAndWithoutAStart(t *testing.T) {
+	t.Parallel()
+	b := setupLive(t, false, nil)
+	// A sandbox whose baseline was never recorded.
+	sb := startToolbox(t, "sb-diff-none", t.TempDir(), nil)
+	j := b.runningJob(t, b.alice, `{"task": "x"}`, sb)
+	pending := b.create(t, b.alice, `{"task": "x"}`)
+	if resp, data := b.get(t, "/v1/jobs/"+pending.ID+"/diff", b.alice); resp.StatusCode != 409 || errorCode(t, data) != "conflict" {
+		t.Errorf("pending: %d %s", resp.StatusCode, data)
+	}
+	if resp, data := b.get(t, "/v1/jobs/"+j.ID+"/diff", b.alice); resp.StatusCode != 409 || !strings.Contains(string(data), "starting point") {
+		t.Errorf("no baseline: %d %s", resp.StatusCode, data)
+	}
+	// Ended with an archive but no stored diff.
+	b.finish(t, j.ID, drydock.StatusComplete, tarGz(t, nil))
+	if resp, data := b.get(t, "/v1/jobs/"+j.ID+"/diff", b.alice); resp.StatusCode != 404 || !strings.Contains(string(data), "no stored diff") {
+		t.Errorf("no stored diff: %d %s", resp.StatusCode, data)
+	}
+	if resp, data := b.get(t, "/v1/jobs/"+j.ID+"/diff?x=1", b.alice); resp.StatusCode != 400 {
+		t.Errorf("query: %d %s", resp.StatusCode, data)
+	}
+}
