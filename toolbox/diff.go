@@ -50,7 +50,10 @@ g rev-parse HEAD
 const diffScript = diffPrelude + `g rev-parse -q --verify refs/drydock/baseline^{commit} >/dev/null || { echo "no baseline: the job's starting point was not recorded" >&2; exit 3; }
 idx=$(mktemp "$d/index.XXXXXX")
 trap 'rm -f "$idx"' EXIT
-cp "$d/index" "$idx"
+# -p: git trusts an entry whose file is older than the index file (racy
+# git); a fresh copy's mtime would make a same-size change made in the
+# baseline's second look clean.
+cp -p "$d/index" "$idx"
 export GIT_INDEX_FILE="$idx"
 g add -A
 g diff --cached --no-color --no-ext-diff --no-textconv --src-prefix=a/ --dst-prefix=b/ -M "$@" refs/drydock/baseline --
