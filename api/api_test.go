@@ -278,6 +278,7 @@ func TestAuthIsolatesUsers(t *testing.T) {
 	for _, route := range []struct{ method, path string }{
 		{"GET", "/status/%s"}, {"GET", "/v1/jobs/%s"}, {"GET", "/v1/jobs/%s/events"},
 		{"GET", "/v1/jobs/%s/artifact.zip"}, {"GET", "/v1/jobs/%s/artifact.tar.gz"}, {"POST", "/v1/jobs/%s/cancel"},
+		{"GET", "/v1/jobs/%s/diff"},
 	} {
 		path := fmt.Sprintf(route.path, aj.ID)
 		if resp, data := b.do(t, route.method, path, b.bob, ""); resp.StatusCode != 404 {
@@ -286,7 +287,7 @@ func TestAuthIsolatesUsers(t *testing.T) {
 		if resp, data := b.do(t, route.method, path, "", ""); resp.StatusCode != 401 {
 			t.Errorf("anonymous %s %s: %d %s", route.method, path, resp.StatusCode, data)
 		}
-		if route.method == "GET" && !strings.Contains(path, "artifact") {
+		if route.method == "GET" && !strings.Contains(path, "artifact") && !strings.HasSuffix(path, "/diff") {
 			if resp, data := b.do(t, route.method, path, b.alice, ""); resp.StatusCode != 200 {
 				t.Errorf("alice %s %s: %d %s", route.method, path, resp.StatusCode, data)
 			}

@@ -146,3 +146,61 @@ func TestDiffBeforeAndWithoutAStart(t *testing.T) {
 		t.Errorf("query: %d %s", resp.StatusCode, data)
 	}
 }
+
+// A running job's diff is computed from its sandbox, where files hold the
+// plain values: the API masks them (same length), and leaves binary
+// contents out, since no mask finds a value inside a binary patch.
+func TestLiveDiffMasksSecrets(t *testing.T) {
+	t.Parallel()
+	b := setupLive(t, false, withSecrets(newBox(t)))
+	ws, sb := diffWorkspace(t, "sb-diff-secret", nil)
+	j := b.runningJob(t, b.alice, `{"task": "x", "secrets": {"GITHUB_TOKEN": "`+apiCanary+`"}}`, sb)
+	writeFile(t, filepath.Join(ws, "env.txt"), "GITHUB_TOKEN="+apiCanary+"\n")
+	writeFile(t, filepath.Join(ws, "x-"+apiCanary), "named\n")
+	writeFile(t, filepath.Join(ws, "blob.bin"), "\x00\x01"+apiCanary+"\x00")
+
+	resp, data := b.get(t, "/v1/jobs/"+j.ID+"/diff", b.alice)
+	stars := strings.Repeat("*", len(apiCanary))
+	if resp.StatusCode != 200 || bytes.Contains(data, []byte(apiCanary)) {
+		t.Fatalf("diff: %d %s", resp.StatusCode, data)
+	}
+	for _, want := range []string{"+GITHUB_TOKEN=" + stars + "\n", "+++ b/x-" + stars + "\n", "Binary files /dev/null and b/blob.bin differ\n"} {
+		if !strings.Contains(string(data), want) {
+			t.Errorf("diff lacks %q:\n%s", want, data)
+		}
+	}
+	if strings.Contains(string(data), "GIT binary patch") {
+		t.Errorf("a job with secrets got a binary patch:\n%s", data)
+	}
+}
+
+// A diff larger than the limit is cut at a line end and says so, in its
+// last line and in a header; git is stopped rather than read to the end.
+func TestHugeDiffIsCutWithAMarker(t *testing.T) {
+	t.Parallel()
+	b := setupLive(t, false, nil)
+	ws, sb := diffWorkspace(t, "sb-diff-huge", nil)
+	j := b.runningJob(t, b.alice, `{"task": "x"}`, sb)
+	line := strings.Repeat("generated ", 10) + "\n"
+	writeFile(t, filepath.Join(ws, "big.txt"), strings.Repeat(line, 3*toolbox.MaxDiffBytes/len(line)))
+
+	resp, data := b.get(t, "/v1/jobs/"+j.ID+"/diff", b.alice)
+	if resp.StatusCode != 200 || len(data) > toolbox.MaxDiffBytes || resp.Header.Get("Drydock-Diff-Truncated") != "true" {
+		t.Fatalf("huge diff: %d, %d bytes, truncated header %q", resp.StatusCode, len(data), resp.Header.Get("Drydock-Diff-Truncated"))
+	}
+	lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
+	if last := lines[len(lines)-1]; !strings.HasPrefix(last, toolbox.DiffTruncatedMarker) {
+		t.Errorf("last line %q", last)
+	}
+	if prev := lines[len(lines)-2]; prev != "+"+strings.TrimSuffix(line, "\n") {
+		t.Errorf("the cut is not at a line end: %q", prev)
+	}
+	// Stored, it is recognised as cut too.
+	if _, err := b.artifacts.Put(t.Context(), drydock.DiffArtifactKey(j.ID), bytes.NewReader(data)); err != nil {
+		t.Fatal(err)
+	}
+	b.finish(t, j.ID, drydock.StatusComplete, tarGz(t, nil))
+	if resp, _ := b.get(t, "/v1/jobs/"+j.ID+"/diff", b.alice); resp.StatusCode != 200 || resp.Header.Get("Drydock-Diff-Truncated") != "true" {
+		t.Errorf("stored cut diff: %d %q", resp.StatusCode, resp.Header.Get("Drydock-Diff-Truncated"))
+	}
+}
