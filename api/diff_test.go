@@ -3,6 +3,7 @@ package api_test
 import (
 	"bytes"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -202,5 +203,48 @@ func TestHugeDiffIsCutWithAMarker(t *testing.T) {
 	b.finish(t, j.ID, drydock.StatusComplete, tarGz(t, nil))
 	if resp, _ := b.get(t, "/v1/jobs/"+j.ID+"/diff", b.alice); resp.StatusCode != 200 || resp.Header.Get("Drydock-Diff-Truncated") != "true" {
 		t.Errorf("stored cut diff: %d %q", resp.StatusCode, resp.Header.Get("Drydock-Diff-Truncated"))
+	}
+}
+
+// A workspace that is a git repository (a cloned project) keeps its own
+// .git untouched: the diff's git directory is elsewhere, the repository's
+// metadata is not part of the diff, and its index and history stay as
+// they were.
+func TestDiffLeavesTheUsersRepositoryAlone(t *testing.T) {
+	t.Parallel()
+	b := setupLive(t, false, nil)
+	ws := filepath.Join(t.TempDir(), "ws")
+	writeFile(t, filepath.Join(ws, "main.go"), "package main\n")
+	git := func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command("git", append([]string{"-c", "user.name=u", "-c", "user.email=u@example.com"}, args...)...)
+		cmd.Dir = ws
+		cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	git("init", "-q")
+	git("add", "-A")
+	git("commit", "-q", "-m", "first")
+	head := git("rev-parse", "HEAD")
+	sb := startToolbox(t, "sb-diff-repo", ws, nil)
+	if _, err := toolbox.New(sb.Endpoint, sb.Token).Baseline(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	j := b.runningJob(t, b.alice, `{"task": "x"}`, sb)
+	writeFile(t, filepath.Join(ws, "main.go"), "package main\n\nfunc main() {}\n")
+
+	resp, data := b.get(t, "/v1/jobs/"+j.ID+"/diff", b.alice)
+	if resp.StatusCode != 200 || !strings.Contains(string(data), "+func main() {}\n") || strings.Contains(string(data), ".git/") {
+		t.Fatalf("diff: %d %s", resp.StatusCode, data)
+	}
+	if got := git("rev-parse", "HEAD"); got != head {
+		t.Errorf("the repository's HEAD moved: %s → %s", head, got)
+	}
+	if st := git("status", "--porcelain"); st != " M main.go\n" {
+		t.Errorf("the repository's status: %q (its index was touched?)", st)
 	}
 }
