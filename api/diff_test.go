@@ -2,6 +2,8 @@ package api_test
 
 import (
 	"bytes"
+	"crypto/rand"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -246,5 +248,34 @@ func TestDiffLeavesTheUsersRepositoryAlone(t *testing.T) {
 	}
 	if st := git("status", "--porcelain"); st != " M main.go\n" {
 		t.Errorf("the repository's status: %q (its index was touched?)", st)
+	}
+}
+
+// Diffing stores nothing of the final workspace in the diff's git
+// directory (in a sandbox, its home: memory): a large new file is read, not
+// copied.
+func TestDiffCopiesNoNewFileIntoItsGitDirectory(t *testing.T) {
+	t.Parallel()
+	b := setupLive(t, false, nil)
+	ws, sb := diffWorkspace(t, "sb-diff-space", nil)
+	j := b.runningJob(t, b.alice, `{"task": "x"}`, sb)
+	noise := make([]byte, 4<<20)
+	rand.Read(noise)
+	writeFile(t, filepath.Join(ws, "data.bin"), string(noise))
+
+	if resp, data := b.get(t, "/v1/jobs/"+j.ID+"/diff", b.alice); resp.StatusCode != 200 || !strings.Contains(string(data), "diff --git a/data.bin b/data.bin\nnew file mode") {
+		t.Fatalf("diff: %d %.300s", resp.StatusCode, data)
+	}
+	var size int64
+	filepath.WalkDir(filepath.Join(filepath.Dir(ws), ".drydock-diff.git"), func(_ string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			if fi, err := d.Info(); err == nil {
+				size += fi.Size()
+			}
+		}
+		return nil
+	})
+	if size == 0 || size > 1<<20 {
+		t.Errorf("the diff's git directory holds %d bytes after diffing a 4 MiB new file", size)
 	}
 }

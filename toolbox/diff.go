@@ -44,9 +44,12 @@ g update-ref refs/drydock/baseline HEAD
 g rev-parse HEAD
 `
 
-// diffScript stages the workspace into a copy of the baseline's index (so
-// that live diffs running at once do not share a lock, and unchanged files
-// are not hashed again) and diffs it against the baseline commit.
+// diffScript marks new files as intent-to-add in a copy of the baseline's
+// index (so that live diffs running at once do not share a lock, and
+// unchanged files are not hashed again) and diffs the working tree against
+// the baseline commit. Nothing of the final workspace is written into the
+// git directory: a large new file costs the sandbox's home no space, and a
+// diff cut at the limit stops git before it read everything.
 const diffScript = diffPrelude + `g rev-parse -q --verify refs/drydock/baseline^{commit} >/dev/null || { echo "no baseline: the job's starting point was not recorded" >&2; exit 3; }
 idx=$(mktemp "$d/index.XXXXXX")
 trap 'rm -f "$idx"' EXIT
@@ -55,8 +58,8 @@ trap 'rm -f "$idx"' EXIT
 # baseline's second look clean.
 cp -p "$d/index" "$idx"
 export GIT_INDEX_FILE="$idx"
-g add -A
-g diff --cached --no-color --no-ext-diff --no-textconv --src-prefix=a/ --dst-prefix=b/ -M "$@" refs/drydock/baseline --
+g add --intent-to-add -- .
+g diff --no-color --no-ext-diff --no-textconv --src-prefix=a/ --dst-prefix=b/ -M "$@" refs/drydock/baseline --
 `
 
 // Baseline records the workspace as it is now as the starting point that
