@@ -92,18 +92,25 @@ export function diffPanel(jobID) {
     const label = f.kind === 'renamed' ? `${f.from} → ${f.path}` : f.path;
     const counts = f.binary ? 'binary' : `+${f.added} −${f.removed}`;
     const pre = h('pre', { class: 'diff' });
-    for (const line of f.lines) {
-      let cls = '';
-      if (line.startsWith('@@')) cls = 'diff-hunk';
-      else if (line.startsWith('+')) cls = 'diff-add';
-      else if (line.startsWith('-')) cls = 'diff-del';
-      pre.append(h('span', { class: cls }, line + '\n'));
-    }
-    if (f.binary) pre.append(h('span', { class: 'muted' }, 'Binary file: download the archive to see it.\n'));
-    return h('details', { class: 'diff-file', open: f.lines.length <= OPEN_LINES, dataset: { path: f.path, kind: f.kind } },
+    const fill = () => {
+      for (const line of f.lines) {
+        let cls = '';
+        if (line.startsWith('@@')) cls = 'diff-hunk';
+        else if (line.startsWith('+')) cls = 'diff-add';
+        else if (line.startsWith('-')) cls = 'diff-del';
+        pre.append(h('span', { class: cls }, line + '\n'));
+      }
+      if (f.binary) pre.append(h('span', { class: 'muted' }, 'Binary file: download the archive to see it.\n'));
+    };
+    const open = f.lines.length <= OPEN_LINES;
+    const el = h('details', { class: 'diff-file', open, dataset: { path: f.path, kind: f.kind } },
       h('summary', {}, h('span', { class: `diff-kind diff-${f.kind}` }, f.kind), ' ', h('code', {}, label), ' ',
         h('span', { class: 'muted small' }, counts)),
       pre);
+    // A long file's lines become elements only when someone opens it.
+    if (open) fill();
+    else el.addEventListener('toggle', () => { if (el.open && !pre.firstChild) fill(); });
+    return el;
   }
 
   return { el, refresh, stop: () => clearTimeout(retry) };
