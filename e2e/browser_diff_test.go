@@ -48,13 +48,14 @@ func TestBrowserShowsTheDiffFileByFile(t *testing.T) {
 	write("keep.txt", "one\nTWO\n")
 	os.Remove(filepath.Join(workspace, "gone.txt"))
 	os.Rename(filepath.Join(workspace, "old.md"), filepath.Join(workspace, "new.md"))
+	write("na\u00efve \"notes\".md", "quoted\n")
 	write("page.html", `<img src=x onerror="document.title='pwned'"><script>document.title='pwned'</script>`+"\n")
 	job := runningJob(t, ws, "0193e2e0-0000-7000-8000-00000000d1ff", "Change files", drydock.ProfileHeadless, sb.ID)
 
 	within(t, ctx, 15*time.Second, chromedp.Navigate(hs.URL+"/jobs/"+job.ID))
-	waitJS(t, ctx, 20*time.Second, `document.querySelectorAll("#changes .diff-file").length === 4`)
+	waitJS(t, ctx, 20*time.Second, `document.querySelectorAll("#changes .diff-file").length === 5`)
 	kinds := eval[map[string]string](t, ctx, `Object.fromEntries([...document.querySelectorAll("#changes .diff-file")].map(d => [d.dataset.path, d.dataset.kind]))`)
-	want := map[string]string{"keep.txt": "modified", "gone.txt": "deleted", "new.md": "renamed", "page.html": "added"}
+	want := map[string]string{"keep.txt": "modified", "gone.txt": "deleted", "new.md": "renamed", "page.html": "added", "na\u00efve \"notes\".md": "added"}
 	for p, k := range want {
 		if kinds[p] != k {
 			t.Errorf("%s shown as %q, want %q (all: %v)", p, kinds[p], k, kinds)
@@ -69,7 +70,7 @@ func TestBrowserShowsTheDiffFileByFile(t *testing.T) {
 	if title := eval[string](t, ctx, `document.title`); title == "pwned" {
 		t.Error("a workspace file ran in the page")
 	}
-	if st := eval[string](t, ctx, `document.querySelector("#changes .section-head [role=status]").textContent`); st != "4 files changed, +2 −2" {
+	if st := eval[string](t, ctx, `document.querySelector("#changes .section-head [role=status]").textContent`); st != "5 files changed, +3 −2" {
 		t.Errorf("summary line %q", st)
 	}
 	checkAccessible(t, ctx, "job page with changes")

@@ -41,13 +41,37 @@ export function parseDiff(text) {
 }
 
 function pathOf(line) {
-  // "diff --git a/x b/x": the b/ side, which is the path after the change.
+  // "diff --git a/x b/x": the b/ side, which is the path after the change;
+  // git quotes a name with unusual bytes: "b/na\303\257ve".
+  const q = line.lastIndexOf(' "b/');
+  if (q >= 0) return unquote(line.slice(q + 1)).slice(2);
   const i = line.lastIndexOf(' b/');
-  return i >= 0 ? unquote(line.slice(i + 3)) : line.slice(11);
+  return i >= 0 ? line.slice(i + 3) : line.slice(11);
 }
 
+const ESCAPES = { n: 10, t: 9, r: 13, a: 7, b: 8, f: 12, v: 11, '"': 34, '\\': 92 };
+
+// unquote undoes git's C-style quoting of a path (octal bytes of UTF-8).
 function unquote(s) {
-  return s.startsWith('"') && s.endsWith('"') ? s.slice(1, -1) : s;
+  if (!(s.length >= 2 && s.startsWith('"') && s.endsWith('"'))) return s;
+  const body = s.slice(1, -1);
+  const bytes = [];
+  const enc = new TextEncoder();
+  for (let i = 0; i < body.length; i++) {
+    if (body[i] !== '\\') {
+      bytes.push(...enc.encode(body[i]));
+      continue;
+    }
+    const oct = body.slice(i + 1, i + 4);
+    if (/^[0-7]{3}$/.test(oct)) {
+      bytes.push(parseInt(oct, 8));
+      i += 3;
+    } else {
+      bytes.push(ESCAPES[body[i + 1]] ?? body.charCodeAt(i + 1));
+      i += 1;
+    }
+  }
+  return new TextDecoder().decode(new Uint8Array(bytes));
 }
 
 export function diffPanel(jobID) {
