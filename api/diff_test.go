@@ -90,6 +90,9 @@ func TestDiffShowsChangedDeletedRenamedAndBinaryFiles(t *testing.T) {
 	}
 	writeFile(t, filepath.Join(ws, "logo.bin"), "\x00\x01\x02binary\x00")
 	writeFile(t, filepath.Join(ws, "node_modules", "dep", "index.js"), "ignored\n")
+	if err := os.Symlink("/etc/passwd", filepath.Join(ws, "passwd")); err != nil {
+		t.Fatal(err)
+	}
 
 	resp, data := b.get(t, "/v1/jobs/"+j.ID+"/diff", b.alice)
 	if resp.StatusCode != 200 {
@@ -103,13 +106,39 @@ func TestDiffShowsChangedDeletedRenamedAndBinaryFiles(t *testing.T) {
 		"diff --git a/old/name.md b/new/name.md\nsimilarity index 100%\nrename from old/name.md\nrename to new/name.md\n",
 		"diff --git a/logo.bin b/logo.bin\nnew file mode 100644\n",
 		"GIT binary patch\n",
+		// A link is its target, never what it points to.
+		"diff --git a/passwd b/passwd\nnew file mode 120000\n",
+		"+/etc/passwd\n\\ No newline at end of file\n",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("diff lacks %q:\n%s", want, got)
 		}
 	}
+	if strings.Contains(got, "root:") {
+		t.Errorf("the diff followed a link out of the workspace:\n%s", got)
+	}
 	if strings.Contains(got, "node_modules") {
 		t.Errorf("the workspace's .gitignore is not honoured:\n%s", got)
+	}
+	// The diff is a patch: applied to the start, it gives the end.
+	start := t.TempDir()
+	for name, body := range map[string]string{"changed.txt": "one\ntwo\n", "gone.txt": "bye\n", "old/name.md": long, ".gitignore": "node_modules/\n"} {
+		writeFile(t, filepath.Join(start, name), body)
+	}
+	apply := exec.Command("git", "apply", "--binary", "-")
+	apply.Dir, apply.Stdin = start, bytes.NewReader(data)
+	if out, err := apply.CombinedOutput(); err != nil {
+		t.Fatalf("git apply: %v\n%s", err, out)
+	}
+	for name, want := range map[string]string{"changed.txt": "one\nTWO\n", "new/name.md": long, "logo.bin": "\x00\x01\x02binary\x00"} {
+		if b, err := os.ReadFile(filepath.Join(start, name)); err != nil || string(b) != want {
+			t.Errorf("%s after applying the diff: %q %v", name, b, err)
+		}
+	}
+	for _, name := range []string{"gone.txt", "old/name.md"} {
+		if _, err := os.Stat(filepath.Join(start, name)); !os.IsNotExist(err) {
+			t.Errorf("%s is still there after applying the diff: %v", name, err)
+		}
 	}
 
 	// Once the job ends, the stored diff answers (the runner stores it
