@@ -11,6 +11,9 @@ import (
 	"github.com/drydockhq/drydock/toolbox"
 )
 
+// diffSlots bounds the diffs this process holds at once.
+var diffSlots = make(chan struct{}, 8)
+
 // handleDiff answers the workspace's diff against what the job started
 // from: computed in the sandbox while the job runs, the stored one after.
 // git runs inside the sandbox only; the host reads its output as bytes.
@@ -22,6 +25,14 @@ func (s *Server) handleDiff(w http.ResponseWriter, r *http.Request) {
 	job, err := s.lookup(r)
 	if err != nil {
 		s.writeError(w, r, err)
+		return
+	}
+	// Each diff is held whole (up to MaxDiffBytes) to be masked and cut, so
+	// a burst of requests waits its turn rather than fill the memory.
+	select {
+	case diffSlots <- struct{}{}:
+		defer func() { <-diffSlots }()
+	case <-r.Context().Done():
 		return
 	}
 	if !job.Status.Terminal() && job.Status != drydock.StatusPending && s.cfg.Sandboxes != nil && job.SandboxID != "" {
