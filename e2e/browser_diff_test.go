@@ -74,4 +74,6 @@ func TestBrowserShowsTheDiffFileByFile(t *testing.T) {
 		t.Errorf("summary line %q", st)
 	}
 	checkAccessible(t, ctx, "job page with changes")
+	within(t, ctx, 5*time.Second, chromedp.ScrollIntoView("#changes"))
+	saveScreenshot(t, ctx, "job-changes.png")
 }
