@@ -86,3 +86,28 @@ func TestDiffCommandBeforeTheJobHasOne(t *testing.T) {
 		t.Errorf("empty diff: %v out %q err %q", err, r.out.String(), r.err.String())
 	}
 }
+
+func TestDiffCommandStat(t *testing.T) {
+	t.Parallel()
+	srv, newRun := setupFake(t)
+	j := srv.AddJob(drydock.JobSpec{Task: "t"}, time.Now())
+	patch := samplePatch +
+		"diff --git a/gone.txt b/gone.txt\ndeleted file mode 100644\nindex 1..0\n--- a/gone.txt\n+++ /dev/null\n@@ -1,2 +0,0 @@\n-a\n-b\n" +
+		"diff --git a/old.md b/new.md\nsimilarity index 100%\nrename from old.md\nrename to new.md\n" +
+		"diff --git a/logo.png b/logo.png\nnew file mode 100644\nindex 0..1\nGIT binary patch\nliteral 5\nMcmZQzOv=my00M6TI{*Lx\n\nliteral 0\nHcmV?d00001\n\n" +
+		"diff --git a/\x1b[31mred b/\x1b[31mred\nnew file mode 100644\n--- /dev/null\n+++ b/\x1b[31mred\n@@ -0,0 +1 @@\n+x\n"
+	srv.SetDiff(j.ID, []byte(patch))
+	r := newRun()
+	if err := r.exec("diff", j.ID, "--stat"); err != nil {
+		t.Fatal(err)
+	}
+	want := " app.js | +1 -1\n" +
+		" gone.txt | +0 -2\n" +
+		" new.md | +0 -0\n" +
+		" logo.png | binary\n" +
+		" ^[[31mred | +1 -0\n" +
+		" 5 files changed, 2 insertions(+), 3 deletions(-)\n"
+	if got := r.out.String(); got != want {
+		t.Errorf("--stat:\n%s\nwant:\n%s", got, want)
+	}
+}
