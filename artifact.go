@@ -15,3 +15,7 @@ type ArtifactStore interface {
 	Get(ctx context.Context, key string) (io.ReadCloser, error)
 	Delete(ctx context.Context, key string) error
 }
+
+// DiffArtifactKey is where a job's workspace diff is stored beside its
+// archive.
+func DiffArtifactKey(jobID string) string { return jobID + ".diff" }

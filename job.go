@@ -187,10 +187,18 @@ type Job struct {
 	JobSpec
 
 	// Links, set by the HTTP layer for the caller's base URL.
-	StatusURL   string `json:"status_url,omitempty"`
-	EventsURL   string `json:"events_url,omitempty"`
-	VNCURL      string `json:"vnc_url,omitempty"`
-	DownloadURL string `json:"download_url,omitempty"`
+	StatusURL string `json:"status_url,omitempty"`
+	EventsURL string `json:"events_url,omitempty"`
+	VNCURL    string `json:"vnc_url,omitempty"`
+	// DownloadURL is the workspace as a zip, as the original designs
+	// promise; Result is the same link under the name one of them uses, and
+	// DownloadURLTar the tar.gz (modes and links kept exactly).
+	DownloadURL    string `json:"download_url,omitempty"`
+	Result         string `json:"result,omitempty"`
+	DownloadURLTar string `json:"download_url_tar,omitempty"`
+	// DiffURL is the unified diff of the workspace against what the job
+	// started from; set once the job has a sandbox.
+	DiffURL string `json:"diff_url,omitempty"`
 
 	// Server-side state.
 	OwnerID         string    `json:"-"` // id of the token that created the job

@@ -278,6 +278,7 @@ func TestAuthIsolatesUsers(t *testing.T) {
 	for _, route := range []struct{ method, path string }{
 		{"GET", "/status/%s"}, {"GET", "/v1/jobs/%s"}, {"GET", "/v1/jobs/%s/events"},
 		{"GET", "/v1/jobs/%s/artifact.zip"}, {"GET", "/v1/jobs/%s/artifact.tar.gz"}, {"POST", "/v1/jobs/%s/cancel"},
+		{"GET", "/v1/jobs/%s/diff"},
 	} {
 		path := fmt.Sprintf(route.path, aj.ID)
 		if resp, data := b.do(t, route.method, path, b.bob, ""); resp.StatusCode != 404 {
@@ -286,7 +287,7 @@ func TestAuthIsolatesUsers(t *testing.T) {
 		if resp, data := b.do(t, route.method, path, "", ""); resp.StatusCode != 401 {
 			t.Errorf("anonymous %s %s: %d %s", route.method, path, resp.StatusCode, data)
 		}
-		if route.method == "GET" && !strings.Contains(path, "artifact") {
+		if route.method == "GET" && !strings.Contains(path, "artifact") && !strings.HasSuffix(path, "/diff") {
 			if resp, data := b.do(t, route.method, path, b.alice, ""); resp.StatusCode != 200 {
 				t.Errorf("alice %s %s: %d %s", route.method, path, resp.StatusCode, data)
 			}
@@ -480,8 +481,16 @@ func TestArtifactDownloads(t *testing.T) {
 	_, data := b.do(t, "GET", "/status/"+job.ID, "", "")
 	var j drydock.Job
 	json.Unmarshal(data, &j)
-	if !strings.HasSuffix(j.DownloadURL, "/v1/jobs/"+job.ID+"/artifact.tar.gz") {
-		t.Errorf("download_url = %q", j.DownloadURL)
+	// download_url is the zip the original designs promise, result its
+	// alias; the tar.gz keeps its own field.
+	if !strings.HasSuffix(j.DownloadURL, "/v1/jobs/"+job.ID+"/artifact.zip") || j.Result != j.DownloadURL {
+		t.Errorf("download_url = %q, result = %q", j.DownloadURL, j.Result)
+	}
+	if !strings.HasSuffix(j.DownloadURLTar, "/v1/jobs/"+job.ID+"/artifact.tar.gz") {
+		t.Errorf("download_url_tar = %q", j.DownloadURLTar)
+	}
+	if !strings.HasSuffix(j.DiffURL, "/v1/jobs/"+job.ID+"/diff") {
+		t.Errorf("diff_url = %q", j.DiffURL)
 	}
 	resp, data := b.do(t, "GET", "/v1/jobs/"+job.ID+"/artifact.tar.gz", "", "")
 	if resp.StatusCode != 200 || !bytes.Equal(data, buf.Bytes()) {

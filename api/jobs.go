@@ -224,7 +224,12 @@ func (s *Server) decorate(r *http.Request, job *drydock.Job) {
 		job.VNCURL = base + "/jobs/" + id + "/desktop"
 	}
 	if job.ArtifactKey != "" {
-		job.DownloadURL = base + "/v1/jobs/" + id + "/artifact.tar.gz"
+		job.DownloadURL = base + "/v1/jobs/" + id + "/artifact.zip"
+		job.Result = job.DownloadURL
+		job.DownloadURLTar = base + "/v1/jobs/" + id + "/artifact.tar.gz"
+	}
+	if job.ArtifactKey != "" || (job.SandboxID != "" && !job.Status.Terminal()) {
+		job.DiffURL = base + "/v1/jobs/" + id + "/diff"
 	}
 }
 

@@ -29,6 +29,7 @@ func FuzzRequest(f *testing.F) {
 		{"OPTIONS", "*", ""},
 		{"GET", "//v1//jobs", "Bearer\tddk_x"},
 		{"PROPFIND", "/v1/jobs/%00", "Bearer \x00"},
+		{"GET", "/v1/jobs/00000000-0000-0000-0000-000000000000/diff?x=%ff", "Bearer ddk_x"},
 	}
 	for _, s := range seeds {
 		f.Add(s.method, s.target, s.auth)

@@ -13,8 +13,8 @@ import (
 	"github.com/drydockhq/drydock/client/clienttest"
 )
 
-// Schedule a job, follow its events until it ends, and download its
-// workspace. The in-memory server stands in for `drydock server`; against a
+// Schedule a job, follow its events until it ends, read what it changed
+// and download its workspace. The in-memory server stands in for `drydock server`; against a
 // real one, use its URL and a token from `drydock token create`.
 func Example() {
 	srv := clienttest.NewServer()
@@ -36,6 +36,7 @@ func Example() {
 		srv.SetStatus(job.ID, drydock.StatusRunning, "")
 		srv.Emit(job.ID, drydock.EventToolCall, map[string]any{"name": "bash", "input": map[string]string{"command": "echo ... > poem.txt"}})
 		srv.SetArtifact(job.ID, "tar.gz", []byte("an archive"))
+		srv.SetDiff(job.ID, []byte("diff --git a/poem.txt b/poem.txt\nnew file mode 100644\n"))
 		srv.SetStatus(job.ID, drydock.StatusComplete, "")
 	}()
 
@@ -52,6 +53,12 @@ func Example() {
 	}
 	fmt.Println("finished:", job.Status)
 
+	d, err := c.Diff(ctx, job.ID)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Printf("diff: %d bytes\n", len(d.Patch))
+
 	n, err := c.Download(ctx, job.ID, "tar.gz", io.Discard)
 	if err != nil {
 		log.Fatal(err)
@@ -64,5 +71,6 @@ func Example() {
 	// event: 3 tool_call
 	// event: 4 status
 	// finished: complete
+	// diff: 54 bytes
 	// downloaded bytes: 10
 }

@@ -59,10 +59,11 @@ func TestLifecycleCompleteWithDownload(t *testing.T) {
 	if j.Steps != 3 || j.StartedAt == nil || j.FinishedAt == nil || j.Usage.InputTokens == 0 || j.Summary == "" {
 		t.Errorf("final status incomplete: %+v", j)
 	}
-	if !strings.HasPrefix(j.DownloadURL, s.url()+"/") {
-		t.Fatalf("download_url = %q", j.DownloadURL)
+	// download_url is the zip (checked below), download_url_tar the tar.gz.
+	if !strings.HasPrefix(j.DownloadURL, s.url()+"/") || !strings.HasSuffix(j.DownloadURL, "/artifact.zip") || !strings.HasPrefix(j.DownloadURLTar, s.url()+"/") {
+		t.Fatalf("download_url = %q, download_url_tar = %q", j.DownloadURL, j.DownloadURLTar)
 	}
-	code, data := s.do("GET", strings.TrimPrefix(j.DownloadURL, s.url()), "", "")
+	code, data := s.do("GET", strings.TrimPrefix(j.DownloadURLTar, s.url()), "", "")
 	if code != 200 {
 		t.Fatalf("download: %d", code)
 	}

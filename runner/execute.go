@@ -64,6 +64,9 @@ func (r *Runner) execute(ctx context.Context, cancel context.CancelCauseFunc, jo
 	if runErr == nil && reattach {
 		r.recoverShells(ctx, sb, emit, log)
 	}
+	if runErr == nil && !reattach {
+		r.baseline(ctx, job, sb, emit, log)
+	}
 	var outcome *drydock.AgentOutcome
 	if runErr == nil {
 		outcome, runErr = r.runAgent(ctx, job, sb, emit)
@@ -118,6 +121,12 @@ func (r *Runner) execute(ctx context.Context, cancel context.CancelCauseFunc, jo
 		} else {
 			result.ArtifactKey, result.ArtifactSize = key, size
 			emit.Emit(endCtx, drydock.EventArtifact, map[string]any{"size": size, "format": "tar.gz"})
+			// The diff is stored only beside an archive: the API looks for
+			// it once the job has one.
+			if err := r.storeDiff(endCtx, job, sb); err != nil {
+				log.Warn("store the workspace's diff", "err", mask(job, err.Error()))
+				emit.Emit(endCtx, drydock.EventLog, map[string]any{"level": "warn", "message": "the workspace's diff could not be stored: " + drydock.ErrorMessage(err)})
+			}
 		}
 	}
 	// The agent masks what it reports; the runner's own messages, and

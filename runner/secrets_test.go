@@ -22,6 +22,10 @@ import (
 
 const canary = "runner-canary-3e9a1f7c"
 
+// diffFile is where everything puts the stored diff among the archive's
+// files.
+const diffFile = "(stored diff)"
+
 func newBox(t *testing.T) *secretbox.Box {
 	t.Helper()
 	b, err := secretbox.New(secretbox.GenerateKey())
@@ -105,6 +109,12 @@ func (b *bundle) everything(t *testing.T, j *drydock.Job) (string, map[string]st
 		t.Fatal(err)
 	}
 	all.Write(raw)
+	if d, err := b.deps.Artifacts.Get(t.Context(), drydock.DiffArtifactKey(j.ID)); err == nil {
+		patch, _ := io.ReadAll(d)
+		d.Close()
+		all.Write(patch)
+		files[diffFile] = string(patch)
+	}
 	tr := tar.NewReader(bytes.NewReader(raw))
 	for {
 		hdr, err := tr.Next()
@@ -154,6 +164,9 @@ func TestJobSecretsReachTheSandboxAndNothingElse(t *testing.T) {
 		stars := strings.Repeat("*", len(canary))
 		if got := files["leak-"+stars+".txt"]; got != stars+"\n" {
 			t.Errorf("fail=%v: the leaked file in the archive: %q (files %v)", fail, got, keys(files))
+		}
+		if d := files[diffFile]; !strings.Contains(d, "+++ b/leak-"+stars+".txt\n") || !strings.Contains(d, "+"+stars+"\n") {
+			t.Errorf("fail=%v: the stored diff lacks the masked file:\n%s", fail, d)
 		}
 		if !strings.Contains(files["env.txt"], "CANARY="+stars) {
 			t.Errorf("fail=%v: env.txt in the archive lacks the masked variable", fail)

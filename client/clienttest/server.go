@@ -37,6 +37,7 @@ type Server struct {
 	order     []string // ids in creation order
 	events    map[string][]*drydock.Event
 	artifacts map[string]map[string][]byte // id -> format -> bytes
+	diffs     map[string][]byte
 	nextID    int
 	drops     int      // upcoming streams to cut after their first event
 	streamIDs []string // Last-Event-ID (or after) of every stream request
@@ -60,6 +61,7 @@ func NewServer() *Server {
 		jobs:      map[string]*drydock.Job{},
 		events:    map[string][]*drydock.Event{},
 		artifacts: map[string]map[string][]byte{},
+		diffs:     map[string][]byte{},
 		ping:      15 * time.Second,
 		keys:      map[string]idemRecord{},
 	}
@@ -75,6 +77,7 @@ func NewServer() *Server {
 	mux.HandleFunc("GET /v1/jobs/{id}/events", s.eventsHandler)
 	mux.HandleFunc("GET /v1/jobs/{id}/artifact.tar.gz", s.artifact("tar.gz"))
 	mux.HandleFunc("GET /v1/jobs/{id}/artifact.zip", s.artifact("zip"))
+	mux.HandleFunc("GET /v1/jobs/{id}/diff", s.diff)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, drydock.Errorf(drydock.ENOTFOUND, "no route %s %s", r.Method, r.URL.Path))
 	})
@@ -239,6 +242,36 @@ func (s *Server) SetArtifact(id, format string, data []byte) {
 	s.bump()
 }
 
+// SetDiff makes a job's workspace diff available, as GET
+// /v1/jobs/{id}/diff gives it.
+func (s *Server) SetDiff(id string, patch []byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.mustJob(id)
+	s.diffs[id] = patch
+	s.bump()
+}
+
+func (s *Server) diff(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	j, ok := s.lookup(w, r)
+	var data []byte
+	if ok {
+		data = s.diffs[j.ID]
+	}
+	s.mu.Unlock()
+	if !ok {
+		return
+	}
+	if data == nil {
+		writeError(w, drydock.Errorf(drydock.ECONFLICT, "job %s has no diff yet", j.ID))
+		return
+	}
+	w.Header().Set("Content-Type", "text/x-diff; charset=utf-8")
+	w.Header().Set("Content-Length", strconv.Itoa(len(data)))
+	w.Write(data)
+}
+
 // mustJob returns a job the test said exists; a wrong id is a bug in the
 // test, reported loudly.
 func (s *Server) mustJob(id string) *drydock.Job {
@@ -263,7 +296,12 @@ func (s *Server) view(j *drydock.Job) *drydock.Job {
 		v.VNCURL = v.StatusURL + "/vnc"
 	}
 	if len(s.artifacts[j.ID]) > 0 {
-		v.DownloadURL = v.StatusURL + "/artifact.tar.gz"
+		v.DownloadURL = v.StatusURL + "/artifact.zip"
+		v.Result = v.DownloadURL
+		v.DownloadURLTar = v.StatusURL + "/artifact.tar.gz"
+	}
+	if s.diffs[j.ID] != nil {
+		v.DiffURL = v.StatusURL + "/diff"
 	}
 	return &v
 }

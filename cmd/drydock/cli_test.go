@@ -21,6 +21,7 @@ type clientCLI struct {
 	Status   StatusCmd   `cmd:""`
 	Logs     LogsCmd     `cmd:""`
 	Download DownloadCmd `cmd:""`
+	Diff     DiffCmd     `cmd:""`
 	Cancel   CancelCmd   `cmd:""`
 	Egress   EgressCmd   `cmd:""`
 	Jobs     JobsCmd     `cmd:""`

@@ -148,3 +148,13 @@ func (c *DownloadCmd) explain(g *Globals, err error) error {
 	}
 	return g.explain(err, c.ID)
 }
+
+// downloadLink is the link of the archive 'drydock download' saves by
+// default (the tar.gz); servers before download_url_tar gave it as
+// download_url.
+func downloadLink(j *drydock.Job) string {
+	if j.DownloadURLTar != "" {
+		return j.DownloadURLTar
+	}
+	return j.DownloadURL
+}

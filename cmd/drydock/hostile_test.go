@@ -201,6 +201,8 @@ func hostileServer(t *testing.T) string {
 		StatusURL:   "http://x/" + hostile,
 		VNCURL:      "http://x/vnc" + hostile,
 		DownloadURL: "http://x/dl" + hostile,
+		// What status prints beside 'drydock download'.
+		DownloadURLTar: "http://x/dltar" + hostile,
 	}
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")

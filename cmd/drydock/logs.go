@@ -265,7 +265,7 @@ func (p *eventPrinter) final(j *drydock.Job) {
 	if j.Summary != "" {
 		fmt.Fprintf(w, "Summary:  %s\n", safe(truncate(strings.Join(strings.Fields(j.Summary), " "), 400)))
 	}
-	if j.DownloadURL != "" {
-		fmt.Fprintf(w, "Download: drydock download %s  (%s)\n", cmdWord(j.ID), safe(j.DownloadURL))
+	if u := downloadLink(j); u != "" {
+		fmt.Fprintf(w, "Download: drydock download %s  (%s)\n", cmdWord(j.ID), safe(u))
 	}
 }

@@ -24,7 +24,8 @@ type cli struct {
 	Schedule ScheduleCmd `cmd:"" help:"Schedule a task."`
 	Status   StatusCmd   `cmd:"" help:"Show a job's status."`
 	Logs     LogsCmd     `cmd:"" help:"Show a job's events."`
-	Download DownloadCmd `cmd:"" help:"Download a job's workspace archive."`
+	Download DownloadCmd `cmd:"" help:"Download a job's workspace archive (tar.gz by default; --format zip)."`
+	Diff     DiffCmd     `cmd:"" help:"Show a job's changes to its workspace as a unified diff (git format)."`
 	Cancel   CancelCmd   `cmd:"" help:"Cancel a job."`
 	Egress   EgressCmd   `cmd:"" help:"Show or change what a job's sandbox may reach on the network."`
 	Jobs     JobsCmd     `cmd:"" help:"List jobs."`

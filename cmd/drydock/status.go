@@ -79,8 +79,8 @@ func printStatus(w io.Writer, j *drydock.Job, color bool, now time.Time) error {
 	}
 	row("Metadata", strings.Join(meta, ", "))
 	row("Desktop", j.VNCURL)
-	if j.DownloadURL != "" {
-		coloured("Download", fmt.Sprintf("drydock download %s  (%s)", cmdWord(j.ID), safe(j.DownloadURL)))
+	if u := downloadLink(j); u != "" {
+		coloured("Download", fmt.Sprintf("drydock download %s  (%s)", cmdWord(j.ID), safe(u)))
 	}
 	return tw.Flush()
 }

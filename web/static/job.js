@@ -5,6 +5,7 @@ import { h, age, duration, cost, tokens, statusPill, terminal, firstLine } from 
 import { render } from './timeline.js';
 import { filesPanel } from './files.js';
 import { desktopPanel } from './desktop-view.js';
+import { diffPanel } from './diff.js';
 
 const REFRESH_MS = 2000;
 const JUPYTER_WAIT_MS = 120000; // how long "Open Jupyter" waits for a starting sandbox
@@ -17,6 +18,8 @@ export function jobPage(root, id, navigate) {
   let desktop = null;
   let files = null;
   let filesWasLive = false;
+  let changes = null;
+  let changesWereLive = false;
 
   const head = h('section', { class: 'job-head', 'aria-labelledby': 'job-h' });
   const timeline = h('ol', { class: 'timeline', id: 'timeline', 'aria-label': 'Events, oldest first' });
@@ -81,6 +84,18 @@ export function jobPage(root, id, navigate) {
       // The sandbox is gone; read the archive now.
       filesWasLive = false;
       files.refresh();
+    }
+    // The diff is computed in the sandbox on each request, so a running
+    // job's is read once and on Refresh, and once more from the stored one
+    // when the job ends.
+    if (!changes && job.diff_url) {
+      changes = diffPanel(id);
+      root.append(changes.el);
+      changes.refresh();
+      changesWereLive = live;
+    } else if (changes && changesWereLive && !live && job.download_url) {
+      changesWereLive = false;
+      changes.refresh();
     }
   }
 
@@ -172,5 +187,6 @@ export function jobPage(root, id, navigate) {
     clearInterval(timer);
     desktop?.stop('');
     files?.stop();
+    changes?.stop();
   };
 }

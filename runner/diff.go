@@ -1,0 +1,66 @@
+package runner
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/drydockhq/drydock"
+	"github.com/drydockhq/drydock/secretbox"
+	"github.com/drydockhq/drydock/toolbox"
+)
+
+// differ is what a Toolbox offers when it can record a workspace's starting
+// point and diff against it (toolbox.Client does); without it a job simply
+// has no diff.
+type differ interface {
+	Baseline(ctx context.Context) (string, error)
+	Diff(ctx context.Context, binary bool, mask func(string) string) (*toolbox.DiffResult, error)
+}
+
+// baseline records the workspace as the job's starting point, right before
+// the agent first runs: after anything that seeds the workspace, so the
+// diff shows the agent's work only. A failure costs the job its diff, not
+// its run; a recovered job keeps the baseline its sandbox already has.
+func (r *Runner) baseline(ctx context.Context, job *drydock.Job, sb *drydock.Sandbox, emit *emitter, log *slog.Logger) {
+	d, ok := r.deps.Toolbox(sb).(differ)
+	if !ok {
+		return
+	}
+	commit, err := d.Baseline(ctx)
+	if err != nil {
+		log.Warn("record the workspace's starting point; the job will have no diff", "err", mask(job, err.Error()))
+		emit.Emit(ctx, drydock.EventLog, map[string]any{"level": "warn", "message": "recording the workspace's starting point failed, so the job will have no diff: " + drydock.ErrorMessage(err)})
+		return
+	}
+	log.Info("workspace baseline recorded", "commit", commit)
+}
+
+// storeDiff stores the workspace's diff against its baseline beside the
+// archive, so it outlives the sandbox. Values of the job's secrets are
+// masked; binary patches are left out when the job has secrets, since no
+// mask finds a value in their encoding.
+func (r *Runner) storeDiff(ctx context.Context, job *drydock.Job, sb *drydock.Sandbox) error {
+	d, ok := r.deps.Toolbox(sb).(differ)
+	if !ok {
+		return nil
+	}
+	var maskFn func(string) string
+	if len(job.Secrets) > 0 {
+		vals := maskValues(job)
+		maskFn = func(s string) string { return secretbox.MaskString(s, vals) }
+	}
+	res, err := d.Diff(ctx, len(job.Secrets) == 0, maskFn)
+	if errors.Is(err, toolbox.ErrNoBaseline) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if _, err := r.deps.Artifacts.Put(ctx, drydock.DiffArtifactKey(job.ID), bytes.NewReader(res.Patch)); err != nil {
+		return fmt.Errorf("store diff: %w", err)
+	}
+	return nil
+}

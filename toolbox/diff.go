@@ -1,0 +1,151 @@
+package toolbox
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/drydockhq/drydock"
+)
+
+// MaxDiffBytes bounds a workspace diff. A larger one is cut at a line end
+// before this size and ends with DiffTruncatedMarker's line.
+const MaxDiffBytes = 8 << 20
+
+// DiffTruncatedMarker starts the last line of a diff cut at MaxDiffBytes.
+const DiffTruncatedMarker = "drydock: diff truncated"
+
+// The diff's git directory lives outside the workspace (so neither the
+// archive nor the agent's own .git sees it): beside the workspace when its
+// parent is writable (runtime/local), else in the sandbox's home. Global and
+// system configuration, hooks, fsmonitor, external diff drivers and
+// textconv filters are off, so a file in the workspace or a setting the
+// agent made cannot change what the diff shows or run anything (and all of
+// it runs in the sandbox, never on the host). The workspace's own
+// .gitignore files are honoured, as git does: ignored files (node_modules,
+// build output) are in the archive but not in the diff.
+const diffPrelude = `set -eu
+command -v git >/dev/null 2>&1 || { echo "git is not installed in the sandbox" >&2; exit 127; }
+ws=$(pwd -P)
+if [ -w "$ws/.." ]; then d="$ws/../.drydock-diff.git"; else d="${HOME:?HOME is not set}/.drydock/diff.git"; fi
+export GIT_DIR="$d" GIT_WORK_TREE="$ws" GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null GIT_TERMINAL_PROMPT=0
+g() { git -c core.hooksPath=/dev/null -c core.fsmonitor=false -c core.autocrlf=false -c core.safecrlf=false -c core.quotePath=true -c advice.addEmbeddedRepo=false -c gc.auto=0 "$@"; }
+`
+
+const baselineScript = diffPrelude + `rm -rf "$d"
+mkdir -p "$d"
+g init -q
+g add -A
+g -c user.name=drydock -c user.email=drydock@localhost commit -q --no-verify --allow-empty -m "drydock baseline"
+g update-ref refs/drydock/baseline HEAD
+g rev-parse HEAD
+`
+
+// diffScript marks new files as intent-to-add in a copy of the baseline's
+// index (so that live diffs running at once do not share a lock, and
+// unchanged files are not hashed again) and diffs the working tree against
+// the baseline commit. Nothing of the final workspace is written into the
+// git directory: a large new file costs the sandbox's home no space, and a
+// diff cut at the limit stops git before it read everything.
+const diffScript = diffPrelude + `g rev-parse -q --verify refs/drydock/baseline^{commit} >/dev/null || { echo "no baseline: the job's starting point was not recorded" >&2; exit 3; }
+idx=$(mktemp "$d/index.XXXXXX")
+trap 'rm -f "$idx"' EXIT
+# -p: git trusts an entry whose file is older than the index file (racy
+# git); a fresh copy's mtime would make a same-size change made in the
+# baseline's second look clean.
+cp -p "$d/index" "$idx"
+export GIT_INDEX_FILE="$idx"
+g add --intent-to-add -- .
+g diff --no-color --no-ext-diff --no-textconv --src-prefix=a/ --dst-prefix=b/ -M "$@" refs/drydock/baseline --
+`
+
+// Baseline records the workspace as it is now as the starting point that
+// Diff compares with, replacing any earlier one, and returns its commit id.
+func (c *Client) Baseline(ctx context.Context) (string, error) {
+	var out, errb bytes.Buffer
+	res, err := c.Exec(ctx, ExecRequest{Args: []string{"sh", "-c", baselineScript}, Timeout: drydock.Duration(5 * time.Minute)}, &out, &limited{b: &errb, n: 4096})
+	if err != nil {
+		return "", fmt.Errorf("record baseline: %w", err)
+	}
+	if res.ExitCode != 0 {
+		return "", drydock.Errorf(drydock.EUNAVAILABLE, "record baseline: exit %d: %s", res.ExitCode, strings.TrimSpace(errb.String()))
+	}
+	return strings.TrimSpace(out.String()), nil
+}
+
+// DiffResult is a workspace's diff against its baseline.
+type DiffResult struct {
+	Patch []byte
+	// Truncated says Patch was cut at MaxDiffBytes; its last line then
+	// starts with DiffTruncatedMarker.
+	Truncated bool
+}
+
+// ErrNoBaseline is returned by Diff for a sandbox without a baseline.
+var ErrNoBaseline = errors.New("no baseline")
+
+// Diff returns the unified diff (git format, renames found) of the
+// workspace against the baseline. With binary, binary files carry a git
+// binary patch; without, only "Binary files ... differ". mask, when not
+// nil, rewrites the patch before it is cut to size, so a secret value that
+// spans the cut is masked too.
+func (c *Client) Diff(ctx context.Context, binary bool, mask func(string) string) (*DiffResult, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	// Keep a little more than the limit, so that masking sees the values
+	// that cross it, then stop git: a diff of gigabytes is not read whole.
+	out := &limited{b: &bytes.Buffer{}, n: MaxDiffBytes + 64<<10, full: cancel}
+	var errb bytes.Buffer
+	args := []string{"sh", "-c", diffScript, "sh"}
+	if binary {
+		args = append(args, "--binary")
+	}
+	res, err := c.Exec(ctx, ExecRequest{Args: args, Timeout: drydock.Duration(5 * time.Minute)}, out, &limited{b: &errb, n: 4096})
+	switch {
+	case out.over:
+		// Cut on purpose; how git ended does not matter.
+	case err != nil:
+		return nil, fmt.Errorf("diff workspace: %w", err)
+	case res.ExitCode == 3:
+		return nil, ErrNoBaseline
+	case res.ExitCode != 0:
+		return nil, drydock.Errorf(drydock.EUNAVAILABLE, "diff workspace: exit %d: %s", res.ExitCode, strings.TrimSpace(errb.String()))
+	}
+	patch := out.b.String()
+	if mask != nil {
+		patch = mask(patch)
+	}
+	if !out.over && len(patch) <= MaxDiffBytes {
+		return &DiffResult{Patch: []byte(patch)}, nil
+	}
+	marker := fmt.Sprintf("%s at %d MiB: the archive holds the whole workspace\n", DiffTruncatedMarker, MaxDiffBytes>>20)
+	cut := patch[:MaxDiffBytes-len(marker)]
+	if i := strings.LastIndexByte(cut, '\n'); i >= 0 {
+		cut = cut[:i+1]
+	}
+	return &DiffResult{Patch: []byte(cut + marker), Truncated: true}, nil
+}
+
+// limited keeps the first n bytes written and drops the rest; full, when
+// set, is called once when more arrive.
+type limited struct {
+	b    *bytes.Buffer
+	n    int
+	full func()
+	over bool
+}
+
+func (l *limited) Write(p []byte) (int, error) {
+	if room := l.n - l.b.Len(); room < len(p) {
+		l.b.Write(p[:max(room, 0)])
+		if !l.over && l.full != nil {
+			l.full()
+		}
+		l.over = true
+		return len(p), nil
+	}
+	return l.b.Write(p)
+}
