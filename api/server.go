@@ -39,6 +39,9 @@ type Config struct {
 	PublicURL string
 	// MaxBodyBytes bounds request bodies (default 1 MiB).
 	MaxBodyBytes int64
+	// Upload bounds the workspace archive a job can be created with
+	// (multipart creation; zero fields take the defaults).
+	Upload UploadLimits
 	// SSEPoll is how often event streams look for events written by other
 	// replicas (default 500ms); local writes wake streams at once.
 	SSEPoll time.Duration
@@ -156,10 +159,13 @@ func New(cfg Config, store *watch.Store, queue Queue, artifacts drydock.Artifact
 
 func (s *Server) routesSetup() {
 	authed := func(h http.HandlerFunc) http.Handler { return s.authenticate(h) }
-	s.handle("POST /schedule", authed(s.handleCreate))
-	s.handle("POST /submit", authed(s.handleCreate))
+	// Job creation also takes multipart/form-data: a spec and a workspace
+	// archive (upload.go).
+	uploads := []string{mediaJSON, mediaMultipart}
+	s.handleBodies("POST /schedule", uploads, authed(s.handleCreate))
+	s.handleBodies("POST /submit", uploads, authed(s.handleCreate))
 	s.handle("GET /status/{id}", authed(s.handleGet))
-	s.handle("POST /v1/jobs", authed(s.handleCreate))
+	s.handleBodies("POST /v1/jobs", uploads, authed(s.handleCreate))
 	s.handle("GET /v1/jobs", authed(s.handleList))
 	s.handle("GET /v1/jobs/{id}", authed(s.handleGet))
 	s.handle("POST /v1/jobs/{id}/cancel", authed(s.handleCancel))
