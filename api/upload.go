@@ -22,6 +22,9 @@ import (
 // (normalizeArchive) and stored as the job's input before the job exists;
 // any refusal stores nothing.
 
+// UploadReadTimeout is how long reading an upload's body may take.
+const UploadReadTimeout = 30 * time.Minute
+
 // upload is a validated multipart creation request.
 type upload struct {
 	spec    drydock.JobSpec
@@ -60,6 +63,10 @@ var uploadHelp = `send the parts "spec" (the job as JSON) and "workspace" (a tar
 // nothing it made remains; on success the caller removes the upload.
 func (s *Server) readUpload(w http.ResponseWriter, r *http.Request) (in *upload, err error) {
 	lim := s.cfg.Upload.orDefaults()
+	// The server's read timeout fits JSON bodies; an archive of the
+	// largest size on a slow link needs longer. The caller is authenticated
+	// by now, so this is no gift to anonymous slow senders.
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(UploadReadTimeout))
 	// The whole body: the archive, the spec and the parts' headers.
 	r.Body = http.MaxBytesReader(w, r.Body, lim.Bytes+s.cfg.MaxBodyBytes+64<<10)
 	mr, err := r.MultipartReader()
