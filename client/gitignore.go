@@ -151,4 +151,3 @@ func ignored(sets []ignoreRules, rel string, isDir bool) bool {
 	}
 	return out
 }
-

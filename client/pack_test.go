@@ -75,7 +75,7 @@ func TestPackDirHonoursGitignore(t *testing.T) {
 		"a/cache/b/c.txt": "x", "cache.txt": "x", "secret1.env": "x", "secret10.env": "x",
 		"lib.o": "x", "lib.c": "x", "trailing.txt": "x", "#literal": "x",
 		"web/.gitignore": "*.tmp\n!important.tmp\n/local.json\n",
-		"web/a.tmp": "x", "web/important.tmp": "x", "web/local.json": "x", "web/sub/local.json": "x",
+		"web/a.tmp":      "x", "web/important.tmp": "x", "web/local.json": "x", "web/sub/local.json": "x",
 		".git/HEAD": "ref: refs/heads/main\n", ".git/objects/ab": "x",
 		"build/": "",
 	})

@@ -62,7 +62,7 @@ func uploadBody(spec drydock.JobSpec, open func() (io.ReadCloser, error)) (io.Re
 	mw := multipart.NewWriter(pw)
 	go func() {
 		defer archive.Close()
-				w, err := mw.CreateFormField("spec")
+		w, err := mw.CreateFormField("spec")
 		if err == nil {
 			_, err = w.Write(specJSON)
 		}
