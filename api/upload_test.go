@@ -34,7 +34,7 @@ type uploadBundle struct {
 	artsDir string
 }
 
-func setupUpload(t *testing.T, lim api.UploadLimits) *uploadBundle {
+func setupUpload(t testing.TB, lim api.UploadLimits) *uploadBundle {
 	t.Helper()
 	dir := t.TempDir()
 	st, err := sqlite.Open(t.Context(), filepath.Join(dir, "db"), slog.New(slog.DiscardHandler))
@@ -56,7 +56,7 @@ func setupUpload(t *testing.T, lim api.UploadLimits) *uploadBundle {
 // part is one part of a multipart body.
 type part struct{ name, filename, body string }
 
-func multipartBody(t *testing.T, parts ...part) (string, *bytes.Buffer) {
+func multipartBody(t testing.TB, parts ...part) (string, *bytes.Buffer) {
 	t.Helper()
 	var buf bytes.Buffer
 	mw := multipart.NewWriter(&buf)
@@ -130,7 +130,7 @@ func special(name string, typ byte) upEntry {
 	return upEntry{hdr: tar.Header{Name: name, Typeflag: typ, Mode: 0o644}}
 }
 
-func tarOf(t *testing.T, entries ...upEntry) string {
+func tarOf(t testing.TB, entries ...upEntry) string {
 	t.Helper()
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
@@ -163,7 +163,7 @@ type upZipEntry struct {
 	body string
 }
 
-func zipOf(t *testing.T, entries ...upZipEntry) string {
+func zipOf(t testing.TB, entries ...upZipEntry) string {
 	t.Helper()
 	var buf bytes.Buffer
 	zw := zip.NewWriter(&buf)
