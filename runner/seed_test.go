@@ -201,3 +201,31 @@ func TestMissingUploadFailsTheJobWithTheReason(t *testing.T) {
 		t.Errorf("the agent ran without its workspace")
 	}
 }
+
+// A warm sandbox is seeded like a cold one.
+func TestUploadedWorkspaceOnAWarmSandbox(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	p := newPool(t, b, 1)
+	b.deps.Pool = p
+	ag := &seeingAgent{inner: b.agent, paths: []string{"app/index.js"}}
+	b.deps.Agent = ag
+	b.start(t, runner.Config{NodeID: "n", PollInterval: 20 * time.Millisecond})
+	deadline := time.Now().Add(20 * time.Second)
+	for p.Idle(drydock.ProfileHeadless) < 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("the pool did not fill")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	warm := warmIDs(t, b, p)
+	id := newID(t)
+	b.createWithInput(t, "x [fake:steps=1]", b.putInput(t, id, map[string]string{"app/index.js": "console.log(1)\n"}))
+	j := waitTerminal(t, b.store, id)
+	if j.Status != drydock.StatusComplete || len(warm) != 1 || j.SandboxID != warm[0] {
+		t.Fatalf("job: %s %q in sandbox %s; want complete in the warm one %v", j.Status, j.Error, j.SandboxID, warm)
+	}
+	if saw := ag.seen(); saw["app/index.js"] != "console.log(1)\n" {
+		t.Errorf("the agent on a warm sandbox saw %q", saw)
+	}
+}
