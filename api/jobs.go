@@ -43,6 +43,12 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 		in   *upload
 	)
 	if isMultipart(r) {
+		release, ok := s.acquireUpload()
+		if !ok {
+			s.writeError(w, r, drydock.Errorf(eTooMany, "this server is receiving %d uploads already; try again shortly", cap(s.uploads)))
+			return
+		}
+		defer release()
 		in, err = s.readUpload(w, r)
 		if in != nil {
 			defer in.remove()

@@ -42,6 +42,9 @@ type Config struct {
 	// Upload bounds the workspace archive a job can be created with
 	// (multipart creation; zero fields take the defaults).
 	Upload UploadLimits
+	// MaxUploads bounds the uploads received at once (default
+	// DefaultMaxUploads); more are refused with 429.
+	MaxUploads int
 	// SSEPoll is how often event streams look for events written by other
 	// replicas (default 500ms); local writes wake streams at once.
 	SSEPoll time.Duration
@@ -111,6 +114,7 @@ type Server struct {
 	revoked   *revocations
 	closing   chan struct{}
 	closeOnce sync.Once
+	uploads   chan struct{} // slots of uploads in progress
 }
 
 type route struct{ method, pattern string }
@@ -130,6 +134,9 @@ func New(cfg Config, store *watch.Store, queue Queue, artifacts drydock.Artifact
 	if cfg.Toolbox == nil {
 		cfg.Toolbox = toolbox.NewPool()
 	}
+	if cfg.MaxUploads <= 0 {
+		cfg.MaxUploads = DefaultMaxUploads
+	}
 	if cfg.IdempotencyTTL <= 0 {
 		cfg.IdempotencyTTL = drydock.DefaultIdempotencyTTL
 	}
@@ -148,6 +155,7 @@ func New(cfg Config, store *watch.Store, queue Queue, artifacts drydock.Artifact
 		}, []string{"route"}),
 	}
 	s.closing = make(chan struct{})
+	s.uploads = make(chan struct{}, cfg.MaxUploads)
 	s.streams = newStreamLimit(cfg.MaxStreamsPerUser, cfg.MaxStreams)
 	s.revoked = newRevocations(s, cfg.RevocationCheck)
 	reg.MustRegister(s.reqs, s.latency)

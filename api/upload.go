@@ -193,6 +193,18 @@ func uploadReadError(err error, lim UploadLimits) error {
 	return fmt.Errorf("%w: %w", drydock.Errorf(drydock.EINVALID, "the multipart body cannot be read; %s", uploadHelp), err)
 }
 
+// acquireUpload takes one of the server's upload slots: each upload in
+// progress holds up to two temporary files of up to the upload and
+// expanded limits, so their number bounds the disk they can take.
+func (s *Server) acquireUpload() (release func(), ok bool) {
+	select {
+	case s.uploads <- struct{}{}:
+		return func() { <-s.uploads }, true
+	default:
+		return nil, false
+	}
+}
+
 // inputKey is where the archive a job starts from is kept.
 func inputKey(jobID string) string { return jobID + ".input.tar.gz" }
 

@@ -17,6 +17,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -36,6 +37,12 @@ type uploadBundle struct {
 
 func setupUpload(t testing.TB, lim api.UploadLimits) *uploadBundle {
 	t.Helper()
+	return setupUploadConfig(t, api.Config{Upload: lim})
+}
+
+func setupUploadConfig(t testing.TB, cfg api.Config) *uploadBundle {
+	t.Helper()
+	cfg.DevMode = true
 	dir := t.TempDir()
 	st, err := sqlite.Open(t.Context(), filepath.Join(dir, "db"), slog.New(slog.DiscardHandler))
 	if err != nil {
@@ -46,7 +53,7 @@ func setupUpload(t testing.TB, lim api.UploadLimits) *uploadBundle {
 	if b.arts, err = local.New(b.artsDir); err != nil {
 		t.Fatal(err)
 	}
-	srv := api.New(api.Config{DevMode: true, Upload: lim}, b.store, &queue{}, b.arts, prometheus.NewRegistry(), nil)
+	srv := api.New(cfg, b.store, &queue{}, b.arts, prometheus.NewRegistry(), nil)
 	hs := httptest.NewServer(srv)
 	t.Cleanup(hs.Close)
 	b.url = hs.URL
@@ -217,6 +224,7 @@ func TestUploadRefusals(t *testing.T) {
 		{name: "below a file", parts: ws(tarOf(t, file("a", "1"), file("a/b", "2"))), status: 400, errSubstr: `below "a", which is a file`},
 		{name: "file over a directory", parts: ws(tarOf(t, file("a/b", "1"), file("a", "2"))), status: 400, errSubstr: "other entries are inside it"},
 		{name: "below a link", parts: ws(tarOf(t, dir("sub/"), symlink("l", "sub"), file("l/x", "2"))), status: 400, errSubstr: "symbolic link"},
+		{name: "zip with too many entries", lim: api.UploadLimits{Entries: 2}, parts: ws(zipOf(t, upZipEntry{"a", 0o644, ""}, upZipEntry{"b", 0o644, ""}, upZipEntry{"c", 0o644, ""})), status: 413, errSubstr: "more than 2 entries"},
 		{name: "too many entries", lim: api.UploadLimits{Entries: 2}, parts: ws(tarOf(t, file("a", ""), file("b", ""), file("c", ""))), status: 413, errSubstr: "more than 2 entries"},
 		{name: "entry too large", lim: api.UploadLimits{EntryBytes: 10}, parts: ws(tarOf(t, file("big", strings.Repeat("x", 11)))), status: 413, errSubstr: "limit for one file is 10"},
 		{name: "zip entry too large", lim: api.UploadLimits{EntryBytes: 10}, parts: ws(zipOf(t, upZipEntry{"big", 0o644, strings.Repeat("x", 11)})), status: 413, errSubstr: "limit for one file is 10"},
@@ -423,4 +431,52 @@ func dump(m map[string]string) string {
 	}
 	sort.Strings(lines)
 	return strings.Join(lines, "\n")
+}
+
+// TestUploadsAtOnceAreBounded: while a server receives its most uploads,
+// one more is 429 and stores nothing; a finished upload frees its slot.
+func TestUploadsAtOnceAreBounded(t *testing.T) {
+	t.Parallel()
+	b := setupUploadConfig(t, api.Config{MaxUploads: 1})
+	ct, full := multipartBody(t, ws(tarOf(t, file("a.txt", "x")))...)
+	pr, pw := io.Pipe()
+	req, _ := http.NewRequestWithContext(t.Context(), "POST", b.url+"/schedule", pr)
+	req.Header.Set("Content-Type", ct)
+	first := make(chan int, 1)
+	go func() {
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			first <- 0
+			return
+		}
+		resp.Body.Close()
+		first <- resp.StatusCode
+	}()
+	data := full.Bytes()
+	pw.Write(data[:len(data)/2]) // the server holds the slot while it reads the rest
+
+	var refused bool
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline) && !refused; time.Sleep(5 * time.Millisecond) {
+		resp, body := b.post(t, "/schedule", nil, ws(tarOf(t, file("b.txt", "x")))...)
+		switch resp.StatusCode {
+		case http.StatusTooManyRequests:
+			refused = strings.Contains(string(body), "uploads already")
+		case http.StatusCreated:
+			t.Fatalf("a second upload was taken while the first held the only slot: %s", body)
+		}
+	}
+	if !refused {
+		t.Fatal("no 429 while the only upload slot was held")
+	}
+	pw.Write(data[len(data)/2:])
+	pw.Close()
+	if code := <-first; code != http.StatusCreated {
+		t.Fatalf("the first upload: %d", code)
+	}
+	if resp, body := b.post(t, "/schedule", nil, ws(tarOf(t, file("c.txt", "x")))...); resp.StatusCode != http.StatusCreated {
+		t.Fatalf("an upload after the slot was freed: %d %s", resp.StatusCode, body)
+	}
+	if jobs, _, _ := b.store.ListJobs(t.Context(), drydock.JobFilter{}); len(jobs) != 2 {
+		t.Errorf("%d jobs; want the first and the last upload's", len(jobs))
+	}
 }

@@ -39,6 +39,7 @@ const (
 	DefaultMaxUploadExpanded = 2 << 30
 	DefaultMaxUploadEntries  = 100_000
 	DefaultMaxUploadEntry    = 1 << 30
+	DefaultMaxUploads        = 8
 	// Names longer than Linux's PATH_MAX, or with a component longer than
 	// NAME_MAX, could not be created in the sandbox.
 	maxUploadPath   = 4096
@@ -213,6 +214,20 @@ func (v *archiveCheck) readTar(r io.Reader) error {
 }
 
 func (v *archiveCheck) readZip(f *os.File, size int64) error {
+	// archive/zip holds every central directory record in memory before
+	// the first entry can be looked at, and reads records as long as
+	// they follow each other whatever count the archive declares: a
+	// 256 MiB zip of empty entries would cost gigabytes. Each record
+	// starts with its signature, so their number is at most the number
+	// of signatures in the file, which a scan finds in constant memory.
+	if n, err := countZipRecords(f); err != nil {
+		return fmt.Errorf("read upload: %w", err)
+	} else if n > v.lim.Entries {
+		return drydock.Errorf(drydock.ETOOLARGE, "workspace archive has more than %d entries", v.lim.Entries)
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return fmt.Errorf("read upload: %w", err)
+	}
 	zr, err := zip.NewReader(f, size)
 	if err != nil {
 		return drydock.Errorf(drydock.EINVALID, "workspace archive: damaged zip: %v", err)
@@ -258,6 +273,27 @@ func (v *archiveCheck) readZip(f *os.File, size int64) error {
 		}
 	}
 	return nil
+}
+
+// countZipRecords counts the central directory signatures in r.
+func countZipRecords(r io.Reader) (int, error) {
+	sig := []byte("PK\x01\x02")
+	buf := make([]byte, 64<<10)
+	n, carry := 0, 0
+	for {
+		m, err := r.Read(buf[carry:])
+		data := buf[:carry+m]
+		n += bytes.Count(data, sig)
+		// Keep the last bytes: a signature may span two reads.
+		carry = min(len(data), len(sig)-1)
+		copy(buf, data[len(data)-carry:])
+		if err == io.EOF {
+			return n, nil
+		}
+		if err != nil {
+			return n, err
+		}
+	}
 }
 
 // zipBody reads a zip member; it turns archive/zip's size and checksum
