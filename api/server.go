@@ -42,6 +42,10 @@ type Config struct {
 	// Upload bounds the workspace archive a job can be created with
 	// (multipart creation; zero fields take the defaults).
 	Upload UploadLimits
+	// UploadDir holds uploads while they are checked ("" is the system's
+	// temporary directory, which may be memory); files a crash left there
+	// are removed at start.
+	UploadDir string
 	// MaxUploads bounds the uploads received at once (default
 	// DefaultMaxUploads); more are refused with 429.
 	MaxUploads int
@@ -156,6 +160,7 @@ func New(cfg Config, store *watch.Store, queue Queue, artifacts drydock.Artifact
 	}
 	s.closing = make(chan struct{})
 	s.uploads = make(chan struct{}, cfg.MaxUploads)
+	removeStaleUploads(cfg.UploadDir, s.log)
 	s.streams = newStreamLimit(cfg.MaxStreamsPerUser, cfg.MaxStreams)
 	s.revoked = newRevocations(s, cfg.RevocationCheck)
 	reg.MustRegister(s.reqs, s.latency)

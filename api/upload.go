@@ -10,6 +10,8 @@ import (
 	"mime"
 	"net/http"
 	"os"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/drydockhq/drydock"
@@ -73,7 +75,7 @@ func (s *Server) readUpload(w http.ResponseWriter, r *http.Request) (in *upload,
 	if err != nil {
 		return nil, drydock.Errorf(drydock.EINVALID, "the multipart body cannot be read (%v); %s", err, uploadHelp)
 	}
-	raw, err := os.CreateTemp("", "drydock-upload-*")
+	raw, err := os.CreateTemp(s.cfg.UploadDir, "drydock-upload-*")
 	if err != nil {
 		return nil, fmt.Errorf("upload: %w", err)
 	}
@@ -82,6 +84,7 @@ func (s *Server) readUpload(w http.ResponseWriter, r *http.Request) (in *upload,
 		os.Remove(raw.Name())
 	}()
 	var (
+		spec         drydock.JobSpec
 		specData     []byte
 		haveSpec     bool
 		haveArchive  bool
@@ -109,6 +112,12 @@ func (s *Server) readUpload(w http.ResponseWriter, r *http.Request) (in *upload,
 			if int64(len(specData)) > s.cfg.MaxBodyBytes {
 				return nil, drydock.Errorf(drydock.ETOOLARGE, `the part "spec" is larger than %d bytes`, s.cfg.MaxBodyBytes)
 			}
+			// Checked at once: a client that sends the spec first (the CLI
+			// and curl -F in that order do) learns of a mistake before it
+			// sends the archive.
+			if spec, err = decodeSpecPart(specData); err != nil {
+				return nil, err
+			}
 		case "workspace":
 			if haveArchive {
 				return nil, drydock.Errorf(drydock.EINVALID, `the part "workspace" appears twice; send one archive`)
@@ -129,15 +138,7 @@ func (s *Server) readUpload(w http.ResponseWriter, r *http.Request) (in *upload,
 	case archiveBytes == 0:
 		return nil, drydock.Errorf(drydock.EINVALID, "the workspace archive is empty; send a tar, tar.gz or zip file (curl: -F workspace=@FILE, with the @)")
 	}
-	var req createRequest
-	if err := decodeJSONBytes(specData, &req, createBody); err != nil {
-		return nil, specPartError(err)
-	}
-	spec, err := req.spec()
-	if err != nil {
-		return nil, err
-	}
-	norm, err := os.CreateTemp("", "drydock-input-*")
+	norm, err := os.CreateTemp(s.cfg.UploadDir, "drydock-input-*")
 	if err != nil {
 		return nil, fmt.Errorf("upload: %w", err)
 	}
@@ -152,6 +153,15 @@ func (s *Server) readUpload(w http.ResponseWriter, r *http.Request) (in *upload,
 		return in, err
 	}
 	return in, nil
+}
+
+// decodeSpecPart decodes and checks the spec part.
+func decodeSpecPart(data []byte) (drydock.JobSpec, error) {
+	var req createRequest
+	if err := decodeJSONBytes(data, &req, createBody); err != nil {
+		return drydock.JobSpec{}, specPartError(err)
+	}
+	return req.spec()
 }
 
 // specPartError says that a decoding error is about the spec part, not
@@ -202,6 +212,29 @@ func (s *Server) acquireUpload() (release func(), ok bool) {
 		return func() { <-s.uploads }, true
 	default:
 		return nil, false
+	}
+}
+
+// removeStaleUploads deletes temporary upload files that a crashed
+// server left in dir, once they are older than any upload can be.
+func removeStaleUploads(dir string, log interface{ Warn(string, ...any) }) {
+	if dir == "" {
+		return // the system's temporary directory is not ours to sweep
+	}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		name := e.Name()
+		if !strings.HasPrefix(name, "drydock-upload-") && !strings.HasPrefix(name, "drydock-input-") {
+			continue
+		}
+		if fi, err := e.Info(); err == nil && fi.Mode().IsRegular() && time.Since(fi.ModTime()) > 2*UploadReadTimeout+time.Hour {
+			if err := os.Remove(filepath.Join(dir, name)); err != nil {
+				log.Warn("remove a stale upload", "file", name, "err", err)
+			}
+		}
 	}
 }
 

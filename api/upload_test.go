@@ -236,6 +236,7 @@ func TestUploadRefusals(t *testing.T) {
 		{name: "truncated tar.gz", parts: ws(gz(tarOf(t, file("a", strings.Repeat("x", 2000))))[:60]), status: 400, errSubstr: "shorter than its header"},
 		{name: "truncated tar", parts: ws(tarOf(t, file("a", strings.Repeat("x", 2000)))[:1000]), status: 400, errSubstr: "shorter than its header"},
 		{name: "gzip of no tar", parts: ws(gz("just text, no tar header here")), status: 400, errSubstr: "damaged tar.gz"},
+		{name: "bad spec before a large archive", lim: api.UploadLimits{Bytes: 1024}, parts: []part{{"spec", "", `{"task":""}`}, {"workspace", "p", string(random)}}, status: 400, errSubstr: "task is required"},
 		{name: "spec missing", parts: []part{{"workspace", "p.tar", tarOf(t, file("a", "x"))}}, status: 400, errSubstr: `"spec" is missing`},
 		{name: "workspace missing", parts: []part{{"spec", "", spec}}, status: 400, errSubstr: `"workspace" is missing`},
 		{name: "spec unknown field", parts: []part{{"spec", "", `{"task":"x","tsak":"y"}`}, {"workspace", "p.tar", tarOf(t, file("a", "x"))}}, status: 400, errSubstr: `part "spec": unknown field "tsak"`},
@@ -478,5 +479,29 @@ func TestUploadsAtOnceAreBounded(t *testing.T) {
 	}
 	if jobs, _, _ := b.store.ListJobs(t.Context(), drydock.JobFilter{}); len(jobs) != 2 {
 		t.Errorf("%d jobs; want the first and the last upload's", len(jobs))
+	}
+}
+
+// Temporary files a crashed server left in its upload directory are
+// removed at start once older than any upload; others stay.
+func TestStaleUploadsAreRemovedAtStart(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	old := time.Now().Add(-3 * time.Hour)
+	for _, name := range []string{"drydock-upload-1", "drydock-input-2", "drydock-upload-fresh", "other-file"} {
+		p := filepath.Join(dir, name)
+		os.WriteFile(p, []byte("x"), 0o600)
+		if name != "drydock-upload-fresh" {
+			os.Chtimes(p, old, old)
+		}
+	}
+	setupUploadConfig(t, api.Config{UploadDir: dir})
+	var left []string
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		left = append(left, e.Name())
+	}
+	if strings.Join(left, ",") != "drydock-upload-fresh,other-file" {
+		t.Errorf("left %v; want the fresh upload and the file that is not an upload", left)
 	}
 }

@@ -225,6 +225,12 @@ func (c *ServerCmd) Run(g *Globals) error {
 		Logger:  log, Metrics: runner.NewMetrics(reg), Pool: warm,
 		Egress: eg.Open, Secrets: secrets,
 	})
+	// Uploads wait on the data directory's disk while they are checked,
+	// not in a /tmp that may be memory.
+	uploadDir := filepath.Join(c.DataDir, "uploads")
+	if err := os.MkdirAll(uploadDir, 0o700); err != nil {
+		return fmt.Errorf("create the upload directory: %w", err)
+	}
 	srv := api.New(api.Config{
 		DevMode:        devMode,
 		PublicURL:      c.PublicURL,
@@ -235,6 +241,7 @@ func (c *ServerCmd) Run(g *Globals) error {
 		EgressChanged:  eg.Changed,
 		Secrets:        secrets,
 		IdempotencyTTL: c.IdemTTL,
+		UploadDir:      uploadDir,
 		Upload:         api.UploadLimits{Bytes: c.MaxUploadMiB << 20, Expanded: c.Resources.DiskMiB << 20},
 	}, ws, run, artifacts, reg, log)
 
