@@ -65,7 +65,7 @@ func (e *ScheduleError) Error() string {
 func (e *ScheduleError) Unwrap() error { return e.Err }
 
 // Schedule creates a job and returns it as the server stored it (pending,
-// with its links).
+// with its links). WithWorkspace sends files for the job to start from.
 //
 // Every request carries an Idempotency-Key (random unless
 // WithIdempotencyKey gives one), so that Schedule can send it again when
