@@ -17,7 +17,7 @@ import (
 
 // A job scheduled with `drydock schedule --workspace DIR` finds the
 // directory's files (less what .gitignore names) in a real sandbox's
-// workspace on Docker and on Podman, unpacked before the agent's first
+// workspace on Docker, on Podman and on the local runtime, unpacked before the agent's first
 // step, and they are in the job's archive.
 func TestUploadedWorkspaceInRealSandbox(t *testing.T) {
 	t.Parallel()
@@ -35,11 +35,12 @@ func TestUploadedWorkspaceInRealSandbox(t *testing.T) {
 	if err := os.Symlink("src/App.tsx", filepath.Join(project, "entry.tsx")); err != nil {
 		t.Fatal(err)
 	}
-	for _, e := range engines() {
+	// The local runtime (no engine) runs the same path everywhere.
+	for _, e := range append(engines(), struct{ name, env string }{"local", ""}) {
 		t.Run(e.name, func(t *testing.T) {
 			t.Parallel()
 			host := os.Getenv(e.env)
-			if host == "" {
+			if host == "" && e.env != "" {
 				t.Skipf("%s not set: no %s engine to run sandboxes on (make test starts one)", e.env, e.name)
 			}
 			image := os.Getenv("DRYDOCK_TEST_IMAGE_HEADLESS")
@@ -48,13 +49,15 @@ func TestUploadedWorkspaceInRealSandbox(t *testing.T) {
 			}
 			node := "e2e-upload-" + e.name + "-" + strings.ReplaceAll(t.Name(), "/", "-")
 			s := newServer(t, "--node-id", node)
-			t.Cleanup(func() { destroyByServer(t, host, node) })
-			for i, a := range s.args {
-				if a == "local" && s.args[i-1] == "--runtime" {
-					s.args[i] = "docker"
+			if host != "" {
+				t.Cleanup(func() { destroyByServer(t, host, node) })
+				for i, a := range s.args {
+					if a == "local" && s.args[i-1] == "--runtime" {
+						s.args[i] = "docker"
+					}
 				}
+				s.args = append(s.args, "--docker-host", host, "--image-headless", image)
 			}
-			s.args = append(s.args, "--docker-host", host, "--image-headless", image)
 			s.start()
 			out, stderr, err := s.cli("schedule", "--workspace", project, "--json", "fix the failing test [fake:steps=1] [fake:delay=10ms]")
 			if err != nil {
