@@ -123,6 +123,13 @@ func (s *Server) readUpload(w http.ResponseWriter, r *http.Request) (in *upload,
 				return nil, drydock.Errorf(drydock.EINVALID, `the part "workspace" appears twice; send one archive`)
 			}
 			haveArchive = true
+			// A file part: an HTML form can send one only from a file the
+			// user picked, so a page cannot make a browser that omits
+			// Origin submit an archive typed into a text field; and curl
+			// without the @ sends the file's name as text.
+			if part.FileName() == "" {
+				return nil, drydock.Errorf(drydock.EINVALID, `the part "workspace" must be a file (curl: -F workspace=@FILE, with the @)`)
+			}
 			if archiveBytes, err = copyBounded(raw, part, rawHash, lim.Bytes); err != nil {
 				return nil, uploadReadError(err, lim)
 			}

@@ -237,6 +237,7 @@ func TestUploadRefusals(t *testing.T) {
 		{name: "truncated tar", parts: ws(tarOf(t, file("a", strings.Repeat("x", 2000)))[:1000]), status: 400, errSubstr: "shorter than its header"},
 		{name: "gzip of no tar", parts: ws(gz("just text, no tar header here")), status: 400, errSubstr: "damaged tar.gz"},
 		{name: "bad spec before a large archive", lim: api.UploadLimits{Bytes: 1024}, parts: []part{{"spec", "", `{"task":""}`}, {"workspace", "p", string(random)}}, status: 400, errSubstr: "task is required"},
+		{name: "workspace as text, not a file", parts: []part{{"spec", "", spec}, {"workspace", "", tarOf(t, file("a", "x"))}}, status: 400, errSubstr: `"workspace" must be a file`},
 		{name: "spec missing", parts: []part{{"workspace", "p.tar", tarOf(t, file("a", "x"))}}, status: 400, errSubstr: `"spec" is missing`},
 		{name: "workspace missing", parts: []part{{"spec", "", spec}}, status: 400, errSubstr: `"workspace" is missing`},
 		{name: "spec unknown field", parts: []part{{"spec", "", `{"task":"x","tsak":"y"}`}, {"workspace", "p.tar", tarOf(t, file("a", "x"))}}, status: 400, errSubstr: `part "spec": unknown field "tsak"`},
