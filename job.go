@@ -213,6 +213,12 @@ type Job struct {
 	// secretbox), the only form in which a store keeps them; stores erase
 	// it when the job ends.
 	SealedSecrets []byte `json:"-"`
+	// InputKey names the workspace archive the job starts from in the
+	// ArtifactStore (an upload, normalized to tar.gz); "" starts empty.
+	// The runner extracts it into the workspace before the agent starts.
+	InputKey string `json:"-"`
+	// InputSize is the stored size of that archive in bytes.
+	InputSize int64 `json:"input_size,omitempty"`
 }
 
 // JobFilter selects jobs for a list. Cursor is the opaque value returned as

@@ -82,9 +82,15 @@ func TestHostilePageCannotUseADevelopmentServer(t *testing.T) {
 		{"schedule: form-urlencoded",
 			request{method: "POST", path: "/schedule", contentType: "application/x-www-form-urlencoded", body: `{"task": "x"}`},
 			415, "application/json"},
-		{"schedule: multipart form",
+		// Creation takes multipart uploads (upload.go): the Origin check
+		// stops a form from another site; a request with neither header
+		// must still be a well-formed upload to create anything.
+		{"schedule: multipart form from another origin",
+			request{method: "POST", path: "/v1/jobs", contentType: "multipart/form-data; boundary=x", body: "--x\r\nContent-Disposition: form-data; name=\"spec\"\r\n\r\n{\"task\": \"x\"}\r\n--x--\r\n", origin: evil},
+			403, "cross-origin"},
+		{"schedule: multipart form with neither header",
 			request{method: "POST", path: "/v1/jobs", contentType: "multipart/form-data; boundary=x", body: "--x\r\n\r\n{\"task\": \"x\"}\r\n--x--\r\n"},
-			415, "application/json"},
+			400, "unknown part"},
 		{"cancel: empty form post from another origin",
 			request{method: "POST", path: job + "/cancel", origin: evil},
 			403, "cross-origin"},
@@ -382,7 +388,9 @@ func TestRequestBodiesMustBeDeclaredJSON(t *testing.T) {
 	for ct, want := range map[string]int{
 		"application/json": 201, "application/json; charset=utf-8": 201, "Application/JSON;charset=UTF-8": 201,
 		"": 415, "text/plain": 415, "text/json": 415, "application/jsonx": 415, "application/json; charset=iso-8859-1": 415,
-		"application/x-www-form-urlencoded": 415, "multipart/form-data; boundary=x": 415, "application/json;;": 415,
+		"application/x-www-form-urlencoded": 415, "application/json;;": 415,
+		// Creation also takes uploads; this body is not a multipart one.
+		"multipart/form-data; boundary=x": 400,
 	} {
 		resp, data := b.raw(t, request{method: "POST", path: "/v1/jobs", contentType: ct, body: `{"task": "x"}`})
 		if resp.StatusCode != want {

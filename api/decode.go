@@ -41,6 +41,15 @@ func (s *Server) decodeJSON(w http.ResponseWriter, r *http.Request, v any, help 
 	case len(bytes.TrimSpace(data)) == 0:
 		return drydock.Errorf(drydock.EINVALID, "request body is empty; send a JSON object such as %s", help.example)
 	}
+	return decodeJSONBytes(data, v, help)
+}
+
+// decodeJSONBytes is decodeJSON's strict decoding of a body already read
+// (a JSON body, or the spec part of an upload).
+func decodeJSONBytes(data []byte, v any, help bodyHelp) error {
+	if len(bytes.TrimSpace(data)) == 0 {
+		return drydock.Errorf(drydock.EINVALID, "request body is empty; send a JSON object such as %s", help.example)
+	}
 	if i := invalidUTF8(data); i >= 0 {
 		return drydock.Errorf(drydock.EINVALID, "request body is not valid UTF-8 (byte %d); JSON text must be UTF-8", i)
 	}
@@ -52,7 +61,7 @@ func (s *Server) decodeJSON(w http.ResponseWriter, r *http.Request, v any, help 
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
-	err = dec.Decode(v)
+	err := dec.Decode(v)
 	if err == nil {
 		if _, err := dec.Token(); err != io.EOF {
 			return drydock.Errorf(drydock.EINVALID, "request body must hold a single JSON object")

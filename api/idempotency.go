@@ -94,10 +94,15 @@ func parseSFString(v string) (string, error) {
 // key, so any of them recognises a retry. A server without a secrets key
 // refuses requests with secrets before anything is stored, so its plain
 // hash covers only what the job's row already holds.
-func (s *Server) fingerprint(spec drydock.JobSpec) ([]byte, error) {
+func (s *Server) fingerprint(spec drydock.JobSpec, input []byte) ([]byte, error) {
 	b, err := json.Marshal(spec)
 	if err != nil {
 		return nil, fmt.Errorf("encode request fingerprint: %w", err)
+	}
+	if input != nil {
+		// An upload's digest follows the spec after a NUL, which JSON text
+		// cannot hold, so no spec alone makes the same bytes.
+		b = append(append(b, 0), input...)
 	}
 	defer clear(b) // it holds the secrets' values
 	if s.cfg.Secrets != nil {

@@ -38,29 +38,28 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	var req createRequest
-	if err := s.decodeJSON(w, r, &req, createBody); err != nil {
+	var (
+		spec drydock.JobSpec
+		in   *upload
+	)
+	if isMultipart(r) {
+		release, ok := s.acquireUpload()
+		if !ok {
+			s.writeError(w, r, drydock.Errorf(eTooMany, "this server is receiving %d uploads already; try again shortly", cap(s.uploads)))
+			return
+		}
+		defer release()
+		in, err = s.readUpload(w, r)
+		if in != nil {
+			defer in.remove()
+			spec = in.spec
+		}
+	} else {
+		spec, err = s.readSpec(w, r)
+	}
+	if err != nil {
 		s.writeError(w, r, err)
 		return
-	}
-	spec := drydock.JobSpec{Model: req.Model, MaxSteps: req.MaxSteps, Timeout: req.Timeout, Profile: req.Profile, Metadata: req.Metadata,
-		ContextBudget: req.Budget, Egress: req.Egress, Secrets: req.Secrets}
-	switch {
-	case req.Task != nil && req.Prompt != nil && strings.TrimSpace(*req.Task) != strings.TrimSpace(*req.Prompt):
-		s.writeError(w, r, drydock.Errorf(drydock.EINVALID, `give either "task" or its synonym "prompt", not two different texts`))
-		return
-	case req.Task != nil:
-		spec.Task = *req.Task
-	case req.Prompt != nil:
-		spec.Task = *req.Prompt
-	}
-	spec.Normalize()
-	if err := spec.Validate(); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	if spec.Profile == "" {
-		spec.Profile = drydock.ProfileHeadless
 	}
 	id, err := uuid.NewV7()
 	if err != nil {
@@ -78,14 +77,34 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	// The archive is stored before the job that names it, so that a
+	// worker never claims a job whose input is missing; a job that is not
+	// created drops it again.
+	if in != nil {
+		if err := s.storeInput(r.Context(), job, in); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+	}
 	if keyed {
 		// After sealSecrets: a request with secrets that this server cannot
 		// seal is refused before its fingerprint is made.
-		job, err = s.createOnce(w, r, job, key, spec)
+		var (
+			stored *drydock.Job
+			fresh  bool
+		)
+		stored, fresh, err = s.createOnce(w, r, job, key, spec, in.digestOrNil())
+		if err == nil {
+			if !fresh {
+				s.dropInput(job) // the earlier request's job has its own
+			}
+			job = stored
+		}
 	} else if err = s.store.CreateJob(r.Context(), job); err == nil {
 		s.queue.Notify()
 	}
 	if err != nil {
+		s.dropInput(job)
 		s.writeError(w, r, fmt.Errorf("create job: %w", err))
 		return
 	}
@@ -94,26 +113,58 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, job)
 }
 
+// readSpec decodes and checks the JSON body of a job creation.
+func (s *Server) readSpec(w http.ResponseWriter, r *http.Request) (drydock.JobSpec, error) {
+	var req createRequest
+	if err := s.decodeJSON(w, r, &req, createBody); err != nil {
+		return drydock.JobSpec{}, err
+	}
+	return req.spec()
+}
+
+// spec checks a decoded creation request and returns its job spec.
+func (req *createRequest) spec() (drydock.JobSpec, error) {
+	spec := drydock.JobSpec{Model: req.Model, MaxSteps: req.MaxSteps, Timeout: req.Timeout, Profile: req.Profile, Metadata: req.Metadata,
+		ContextBudget: req.Budget, Egress: req.Egress, Secrets: req.Secrets}
+	switch {
+	case req.Task != nil && req.Prompt != nil && strings.TrimSpace(*req.Task) != strings.TrimSpace(*req.Prompt):
+		return spec, drydock.Errorf(drydock.EINVALID, `give either "task" or its synonym "prompt", not two different texts`)
+	case req.Task != nil:
+		spec.Task = *req.Task
+	case req.Prompt != nil:
+		spec.Task = *req.Prompt
+	}
+	spec.Normalize()
+	if err := spec.Validate(); err != nil {
+		return spec, err
+	}
+	if spec.Profile == "" {
+		spec.Profile = drydock.ProfileHeadless
+	}
+	return spec, nil
+}
+
 // createOnce creates job under the caller's idempotency key, or returns
-// the job an earlier request with the key and the same body created, its
-// answer marked Idempotent-Replayed. A replay gets the status a first
+// the job an earlier request with the key and the same body (and the same
+// uploaded archive, input's digest) created, its answer marked
+// Idempotent-Replayed. A replay gets the status a first
 // answer has (201), so that clients checking for 201 need no change.
-func (s *Server) createOnce(w http.ResponseWriter, r *http.Request, job *drydock.Job, key string, spec drydock.JobSpec) (*drydock.Job, error) {
-	fp, err := s.fingerprint(spec)
+func (s *Server) createOnce(w http.ResponseWriter, r *http.Request, job *drydock.Job, key string, spec drydock.JobSpec, input []byte) (*drydock.Job, bool, error) {
+	fp, err := s.fingerprint(spec, input)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	stored, created, err := s.store.CreateJobOnce(r.Context(), job, drydock.IdempotencyKey{Key: key, Fingerprint: fp, TTL: s.cfg.IdempotencyTTL})
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if created {
 		s.queue.Notify()
-		return stored, nil
+		return stored, true, nil
 	}
 	s.log.Info("job creation replayed for an idempotency key", "job_id", stored.ID, "owner", stored.OwnerID)
 	w.Header().Set(headerReplayed, "true")
-	return stored, nil
+	return stored, false, nil
 }
 
 // lookup loads the job named in the path and checks the caller may see it.

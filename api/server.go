@@ -39,6 +39,16 @@ type Config struct {
 	PublicURL string
 	// MaxBodyBytes bounds request bodies (default 1 MiB).
 	MaxBodyBytes int64
+	// Upload bounds the workspace archive a job can be created with
+	// (multipart creation; zero fields take the defaults).
+	Upload UploadLimits
+	// UploadDir holds uploads while they are checked ("" is the system's
+	// temporary directory, which may be memory); files a crash left there
+	// are removed at start.
+	UploadDir string
+	// MaxUploads bounds the uploads received at once (default
+	// DefaultMaxUploads); more are refused with 429.
+	MaxUploads int
 	// SSEPoll is how often event streams look for events written by other
 	// replicas (default 500ms); local writes wake streams at once.
 	SSEPoll time.Duration
@@ -108,6 +118,7 @@ type Server struct {
 	revoked   *revocations
 	closing   chan struct{}
 	closeOnce sync.Once
+	uploads   chan struct{} // slots of uploads in progress
 }
 
 type route struct{ method, pattern string }
@@ -127,6 +138,9 @@ func New(cfg Config, store *watch.Store, queue Queue, artifacts drydock.Artifact
 	if cfg.Toolbox == nil {
 		cfg.Toolbox = toolbox.NewPool()
 	}
+	if cfg.MaxUploads <= 0 {
+		cfg.MaxUploads = DefaultMaxUploads
+	}
 	if cfg.IdempotencyTTL <= 0 {
 		cfg.IdempotencyTTL = drydock.DefaultIdempotencyTTL
 	}
@@ -145,6 +159,8 @@ func New(cfg Config, store *watch.Store, queue Queue, artifacts drydock.Artifact
 		}, []string{"route"}),
 	}
 	s.closing = make(chan struct{})
+	s.uploads = make(chan struct{}, cfg.MaxUploads)
+	removeStaleUploads(cfg.UploadDir, s.log)
 	s.streams = newStreamLimit(cfg.MaxStreamsPerUser, cfg.MaxStreams)
 	s.revoked = newRevocations(s, cfg.RevocationCheck)
 	reg.MustRegister(s.reqs, s.latency)
@@ -156,10 +172,13 @@ func New(cfg Config, store *watch.Store, queue Queue, artifacts drydock.Artifact
 
 func (s *Server) routesSetup() {
 	authed := func(h http.HandlerFunc) http.Handler { return s.authenticate(h) }
-	s.handle("POST /schedule", authed(s.handleCreate))
-	s.handle("POST /submit", authed(s.handleCreate))
+	// Job creation also takes multipart/form-data: a spec and a workspace
+	// archive (upload.go).
+	uploads := []string{mediaJSON, mediaMultipart}
+	s.handleBodies("POST /schedule", uploads, authed(s.handleCreate))
+	s.handleBodies("POST /submit", uploads, authed(s.handleCreate))
 	s.handle("GET /status/{id}", authed(s.handleGet))
-	s.handle("POST /v1/jobs", authed(s.handleCreate))
+	s.handleBodies("POST /v1/jobs", uploads, authed(s.handleCreate))
 	s.handle("GET /v1/jobs", authed(s.handleList))
 	s.handle("GET /v1/jobs/{id}", authed(s.handleGet))
 	s.handle("POST /v1/jobs/{id}/cancel", authed(s.handleCancel))

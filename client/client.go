@@ -195,16 +195,32 @@ func (c *Client) send(ctx context.Context, method, path string, q url.Values, bo
 			return nil, fmt.Errorf("encode %s %s: %w", method, path, err)
 		}
 		rd = bytes.NewReader(b)
+		hdr = hdr.Clone()
+		if hdr == nil {
+			hdr = http.Header{}
+		}
+		hdr.Set("Content-Type", "application/json")
 	}
+	return c.sendTo(ctx, method, u, path, rd, hdr)
+}
+
+// sendBody sends a request whose body is already encoded; hdr gives its
+// Content-Type.
+func (c *Client) sendBody(ctx context.Context, method, path string, body io.Reader, hdr http.Header) (*http.Response, error) {
+	u, err := c.endpoint(path, nil)
+	if err != nil {
+		return nil, err
+	}
+	return c.sendTo(ctx, method, u, path, body, hdr)
+}
+
+func (c *Client) sendTo(ctx context.Context, method, u, path string, rd io.Reader, hdr http.Header) (*http.Response, error) {
 	req, err := http.NewRequestWithContext(ctx, method, u, rd)
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: %w", method, path, err)
 	}
 	for k, v := range hdr {
 		req.Header[k] = v
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
 	}
 	if req.Header.Get("Accept") == "" {
 		req.Header.Set("Accept", "application/json")
@@ -217,6 +233,10 @@ func (c *Client) send(ctx context.Context, method, path string, q url.Values, bo
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
+		var pe *packError
+		if errors.As(err, &pe) {
+			return nil, pe // the local archive failed, not the connection
+		}
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("%s %s: %w", method, path, context.Cause(ctx))
 		}

@@ -74,3 +74,16 @@ func Example() {
 	// diff: 54 bytes
 	// downloaded bytes: 10
 }
+
+// Start a job from a local project: the directory is packed to tar.gz as
+// it is sent, without what its .gitignore files name and without .git.
+// (client.WorkspaceFile sends a tar, tar.gz or zip file as it is.)
+func ExampleWithWorkspace() {
+	c := client.New("http://127.0.0.1:8080", os.Getenv("DRYDOCK_TOKEN"))
+	job, err := c.Schedule(context.Background(), drydock.JobSpec{Task: "fix the failing test"},
+		client.WithWorkspace(client.WorkspaceDir("./myproject", client.PackOptions{})))
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(job.ID, job.InputSize)
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net/http"
 	"strings"
@@ -23,7 +24,8 @@ const DefaultRetries = 5
 type ScheduleOption func(*scheduleOptions)
 
 type scheduleOptions struct {
-	key string
+	key       string
+	workspace func() (io.ReadCloser, error) // WithWorkspace
 }
 
 // WithIdempotencyKey makes Schedule send key as the request's
@@ -63,7 +65,7 @@ func (e *ScheduleError) Error() string {
 func (e *ScheduleError) Unwrap() error { return e.Err }
 
 // Schedule creates a job and returns it as the server stored it (pending,
-// with its links).
+// with its links). WithWorkspace sends files for the job to start from.
 //
 // Every request carries an Idempotency-Key (random unless
 // WithIdempotencyKey gives one), so that Schedule can send it again when
@@ -84,7 +86,7 @@ func (c *Client) Schedule(ctx context.Context, spec drydock.JobSpec, opts ...Sch
 	}
 	hdr := http.Header{"Idempotency-Key": {sfString(o.key)}}
 	for attempt := 1; ; attempt++ {
-		j, retry, err := c.scheduleOnce(ctx, spec, hdr)
+		j, retry, err := c.scheduleOnce(ctx, spec, o.workspace, hdr)
 		if err == nil {
 			return j, nil
 		}
@@ -107,8 +109,16 @@ func (c *Client) Schedule(ctx context.Context, spec drydock.JobSpec, opts ...Sch
 // scheduleOnce sends one creation request. retry says whether the outcome
 // is unknown (the request may have created the job), so that it is worth
 // sending again with the same key.
-func (c *Client) scheduleOnce(ctx context.Context, spec drydock.JobSpec, hdr http.Header) (_ *drydock.Job, retry bool, _ error) {
-	resp, err := c.send(ctx, http.MethodPost, "/v1/jobs", nil, spec, hdr)
+func (c *Client) scheduleOnce(ctx context.Context, spec drydock.JobSpec, workspace func() (io.ReadCloser, error), hdr http.Header) (_ *drydock.Job, retry bool, _ error) {
+	var (
+		resp *http.Response
+		err  error
+	)
+	if workspace != nil {
+		resp, err = c.sendUpload(ctx, spec, workspace, hdr)
+	} else {
+		resp, err = c.send(ctx, http.MethodPost, "/v1/jobs", nil, spec, hdr)
+	}
 	if err != nil {
 		var ce *ConnError
 		return nil, errors.As(err, &ce) || ctx.Err() != nil, err

@@ -16,6 +16,7 @@ import (
 
 	"github.com/drydockhq/drydock"
 	"github.com/drydockhq/drydock/api"
+	"github.com/drydockhq/drydock/artifact/local"
 	"github.com/drydockhq/drydock/client"
 	"github.com/drydockhq/drydock/store/sqlite"
 	"github.com/drydockhq/drydock/watch"
@@ -70,7 +71,12 @@ func realServer(t *testing.T, faults ...fault) (*client.Client, *watch.Store, *g
 	}
 	t.Cleanup(func() { st.Close() })
 	ws := watch.Wrap(st)
-	srv := api.New(api.Config{DevMode: true}, ws, noQueue{}, nil, prometheus.NewRegistry(), nil)
+	// Artifacts for the inputs of uploads.
+	arts, err := local.New(filepath.Join(t.TempDir(), "artifacts"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := api.New(api.Config{DevMode: true}, ws, noQueue{}, arts, prometheus.NewRegistry(), nil)
 	g := &gate{faults: faults}
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost || r.URL.Path != "/v1/jobs" {

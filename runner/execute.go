@@ -61,6 +61,9 @@ func (r *Runner) execute(ctx context.Context, cancel context.CancelCauseFunc, jo
 			defer closeEgress()
 		}
 	}
+	if runErr == nil {
+		runErr = r.seedWorkspace(ctx, job, sb, reattach, emit, log)
+	}
 	if runErr == nil && reattach {
 		r.recoverShells(ctx, sb, emit, log)
 	}

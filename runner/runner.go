@@ -30,6 +30,9 @@ type Toolbox interface {
 	Sessions(ctx context.Context) ([]toolbox.Session, error)
 	Interrupt(ctx context.Context, session string) (*toolbox.RunResult, error)
 	RestartSession(ctx context.Context, id string) (*toolbox.Session, error)
+	// UploadTar unpacks a tar or tar.gz stream into a directory of the
+	// workspace (the job's uploaded input: seed.go).
+	UploadTar(ctx context.Context, dir string, r io.Reader) (*toolbox.TarResult, error)
 }
 
 // Config tunes a Runner. Zero values take the defaults noted.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"strings"
 	"time"
@@ -14,19 +15,21 @@ import (
 
 // ScheduleCmd submits a task and optionally follows or waits for it.
 type ScheduleCmd struct {
-	Task     string            `arg:"" help:"What the agent should do, or - to read it from standard input."`
-	Model    string            `help:"Model to use (default: the server's)."`
-	MaxSteps int               `name:"max-steps" help:"Most agent steps (default: the server's)."`
-	Timeout  time.Duration     `help:"Wall-time limit, e.g. 15m or 2h (default: the server's)."`
-	Profile  string            `help:"Sandbox profile: headless, or desktop for a screen the agent can see and you can watch (default: the server's)."`
-	Budget   int               `name:"context-budget" placeholder:"TOKENS" help:"Most tokens of each prompt the agent sends (4000 to 1000000; default: the model's context window)."`
-	Meta     map[string]string `help:"Metadata to attach, KEY=VALUE; repeatable." placeholder:"KEY=VALUE" mapsep:"none"`
-	Egress   []string          `placeholder:"HOST[:PORT]" help:"A destination the sandbox may reach, e.g. pypi.org:443 or *.github.com:443 (default: none); repeatable. Change it while the job runs with drydock egress."`
-	Secrets  SecretFlags       `embed:""`
-	Follow   bool              `short:"f" xor:"mode" help:"Show progress live until the job ends; exit 1 if it fails or is cancelled. Ctrl-C stops following, not the job."`
-	Wait     bool              `xor:"mode" help:"Wait silently until the job ends and print its final status; exit 1 if it fails or is cancelled."`
-	JSON     bool              `name:"json" help:"Print JSON (with --follow: one line per event, between the job as scheduled and as finished)."`
-	Key      string            `name:"idempotency-key" placeholder:"KEY" help:"Send KEY as the request's Idempotency-Key (1 to 255 printable ASCII characters; default: a random one). Running the command again with the same KEY within the server's key lifetime (24 h by default) returns the job the first run created instead of creating a second; for scripts that retry."`
+	Task       string            `arg:"" help:"What the agent should do, or - to read it from standard input."`
+	Model      string            `help:"Model to use (default: the server's)."`
+	MaxSteps   int               `name:"max-steps" help:"Most agent steps (default: the server's)."`
+	Timeout    time.Duration     `help:"Wall-time limit, e.g. 15m or 2h (default: the server's)."`
+	Profile    string            `help:"Sandbox profile: headless, or desktop for a screen the agent can see and you can watch (default: the server's)."`
+	Budget     int               `name:"context-budget" placeholder:"TOKENS" help:"Most tokens of each prompt the agent sends (4000 to 1000000; default: the model's context window)."`
+	Meta       map[string]string `help:"Metadata to attach, KEY=VALUE; repeatable." placeholder:"KEY=VALUE" mapsep:"none"`
+	Egress     []string          `placeholder:"HOST[:PORT]" help:"A destination the sandbox may reach, e.g. pypi.org:443 or *.github.com:443 (default: none); repeatable. Change it while the job runs with drydock egress."`
+	Secrets    SecretFlags       `embed:""`
+	Follow     bool              `short:"f" xor:"mode" help:"Show progress live until the job ends; exit 1 if it fails or is cancelled. Ctrl-C stops following, not the job."`
+	Wait       bool              `xor:"mode" help:"Wait silently until the job ends and print its final status; exit 1 if it fails or is cancelled."`
+	JSON       bool              `name:"json" help:"Print JSON (with --follow: one line per event, between the job as scheduled and as finished)."`
+	Workspace  string            `placeholder:"DIR|FILE" help:"Start the job from these files: a directory is packed as it is sent (tar.gz; what its .gitignore files name and .git are left out), a FILE (tar, tar.gz or zip) is sent as it is."`
+	IncludeGit bool              `name:"include-git" help:"With a --workspace directory, pack its .git directory too (the history, for an agent that should use git)."`
+	Key        string            `name:"idempotency-key" placeholder:"KEY" help:"Send KEY as the request's Idempotency-Key (1 to 255 printable ASCII characters; default: a random one). Running the command again with the same KEY within the server's key lifetime (24 h by default) returns the job the first run created instead of creating a second; for scripts that retry."`
 }
 
 func (c *ScheduleCmd) spec(g *Globals) (drydock.JobSpec, error) {
@@ -78,8 +81,16 @@ func (c *ScheduleCmd) Run(g *Globals) error {
 	}
 	ctx, interrupted, stop := g.signalContext()
 	defer stop()
+	opts := []client.ScheduleOption{client.WithIdempotencyKey(key)}
+	if c.Workspace != "" {
+		open, err := c.workspace(g)
+		if err != nil {
+			return err
+		}
+		opts = append(opts, client.WithWorkspace(open))
+	}
 	cl := g.Client()
-	j, err := cl.Schedule(ctx, spec, client.WithIdempotencyKey(key))
+	j, err := cl.Schedule(ctx, spec, opts...)
 	if err != nil {
 		var se *client.ScheduleError
 		switch {
@@ -148,6 +159,29 @@ func (c *ScheduleCmd) Run(g *Globals) error {
 	fmt.Fprintln(out, safe(j.ID))
 	fmt.Fprintf(errw, "Status: %s\nFollow: drydock logs %s -f\n", safe(j.StatusURL), cmdWord(j.ID))
 	return nil
+}
+
+// workspace checks --workspace and returns what sends it: the file as it
+// is, or the directory packed on the fly.
+func (c *ScheduleCmd) workspace(g *Globals) (func() (io.ReadCloser, error), error) {
+	fi, err := os.Stat(c.Workspace)
+	if err != nil {
+		return nil, fmt.Errorf("--workspace: %w", err)
+	}
+	if !fi.IsDir() {
+		if c.IncludeGit {
+			return nil, fmt.Errorf("--include-git applies to a --workspace directory, not to an archive file")
+		}
+		if !fi.Mode().IsRegular() {
+			return nil, fmt.Errorf("--workspace %s is neither a directory nor a file", safe(c.Workspace))
+		}
+		return client.WorkspaceFile(c.Workspace), nil
+	}
+	errw := g.errw()
+	opt := client.PackOptions{IncludeGit: c.IncludeGit, Skipped: func(rel string, mode fs.FileMode) {
+		fmt.Fprintf(errw, "warning: %s left out of the workspace: a %s is not a file, directory or link\n", safe(rel), mode.Type())
+	}}
+	return client.WorkspaceDir(c.Workspace, opt), nil
 }
 
 // shellWord quotes s for a POSIX shell when it needs quoting.

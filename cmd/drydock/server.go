@@ -47,6 +47,7 @@ type ServerCmd struct {
 	JobTimeout    time.Duration   `default:"30m" env:"DRYDOCK_JOB_TIMEOUT" help:"Default wall-time limit of a job."`
 	LeaseTTL      time.Duration   `default:"10s" help:"How long a job's lease lasts without a heartbeat: a dead replica's jobs move to another after at most this long."`
 	ReapInterval  time.Duration   `default:"1m" env:"DRYDOCK_REAP_INTERVAL" help:"How often this server looks for sandboxes whose job has ended (and purges expired idempotency keys). Shorter frees sandboxes of jobs that ended while a replica was down sooner, at the cost of a list call to the runtime each time."`
+	MaxUploadMiB  int64           `name:"max-upload-mib" default:"256" env:"DRYDOCK_MAX_UPLOAD_MIB" help:"Largest workspace archive a job can be created with, in MiB as sent; it may also expand to at most the sandbox's workspace size (--sandbox-disk-mi-b)."`
 	IdemTTL       time.Duration   `name:"idempotency-ttl" default:"24h" env:"DRYDOCK_IDEMPOTENCY_TTL" help:"How long an Idempotency-Key of a job creation is remembered: a retry with the key within this time returns the first job."`
 	NodeID        string          `env:"DRYDOCK_NODE_ID" help:"Stable name of this server, unique among replicas (default: host name and listen port)."`
 	LogLevel      slog.Level      `default:"info" env:"DRYDOCK_LOG_LEVEL" help:"debug, info, warn or error."`
@@ -115,6 +116,9 @@ func (c *ServerCmd) Run(g *Globals) error {
 
 	if c.ReapInterval < time.Second {
 		return fmt.Errorf("--reap-interval %s: want at least 1s, e.g. 30s or 5m", c.ReapInterval)
+	}
+	if c.MaxUploadMiB < 1 || c.MaxUploadMiB > 1<<20 {
+		return fmt.Errorf("--max-upload-mib %d: want 1 to 1048576 (MiB)", c.MaxUploadMiB)
 	}
 	if c.NodeID == "" {
 		// Host name plus port: unique for replicas on one host, and stable
@@ -221,6 +225,12 @@ func (c *ServerCmd) Run(g *Globals) error {
 		Logger:  log, Metrics: runner.NewMetrics(reg), Pool: warm,
 		Egress: eg.Open, Secrets: secrets,
 	})
+	// Uploads wait on the data directory's disk while they are checked,
+	// not in a /tmp that may be memory.
+	uploadDir := filepath.Join(c.DataDir, "uploads")
+	if err := os.MkdirAll(uploadDir, 0o700); err != nil {
+		return fmt.Errorf("create the upload directory: %w", err)
+	}
 	srv := api.New(api.Config{
 		DevMode:        devMode,
 		PublicURL:      c.PublicURL,
@@ -231,6 +241,8 @@ func (c *ServerCmd) Run(g *Globals) error {
 		EgressChanged:  eg.Changed,
 		Secrets:        secrets,
 		IdempotencyTTL: c.IdemTTL,
+		UploadDir:      uploadDir,
+		Upload:         api.UploadLimits{Bytes: c.MaxUploadMiB << 20, Expanded: c.Resources.DiskMiB << 20},
 	}, ws, run, artifacts, reg, log)
 
 	ln, err := net.Listen("tcp", c.Listen)

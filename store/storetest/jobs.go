@@ -25,6 +25,7 @@ func (s *suite) jobTests() map[string]func(t *testing.T) {
 		"SetEgress":              s.testSetEgress,
 		"Ping":                   s.testPing,
 		"ConcurrentCreateAndGet": s.testConcurrentCreate,
+		"InputArchive":           s.testInputArchive,
 	}
 }
 
@@ -382,6 +383,39 @@ func (s *suite) testSetArtifact(t *testing.T) {
 	}
 
 	wantCode(t, "SetArtifact of a missing job", st.SetArtifact(t.Context(), newID(t), "k", 1), drydock.ENOTFOUND)
+}
+
+// testInputArchive: the archive a job starts from is part of what a
+// worker claims, and is kept by every read path and by CreateJobOnce.
+func (s *suite) testInputArchive(t *testing.T) {
+	st := s.newStore(t)
+	j := newJob(t, "u")
+	j.InputKey, j.InputSize = j.ID+".input.tar.gz", 4321
+	mustCreate(t, st, j)
+	if got := mustGet(t, st, j.ID); got.InputKey != j.InputKey || got.InputSize != 4321 {
+		t.Fatalf("GetJob input = %q, %d; want %q, 4321", got.InputKey, got.InputSize, j.InputKey)
+	}
+	page, _, err := st.ListJobs(t.Context(), drydock.JobFilter{OwnerID: "u"})
+	if err != nil || len(page) != 1 || page[0].InputKey != j.InputKey || page[0].InputSize != 4321 {
+		t.Fatalf("ListJobs = %v, %v; want the job with its input", page, err)
+	}
+	claimed := mustClaim(t, st, "w", time.Hour)
+	if claimed.InputKey != j.InputKey || claimed.InputSize != 4321 {
+		t.Fatalf("ClaimJob input = %q, %d; want %q, 4321", claimed.InputKey, claimed.InputSize, j.InputKey)
+	}
+
+	once := newJob(t, "u")
+	once.InputKey, once.InputSize = once.ID+".input.tar.gz", 7
+	stored, created, err := st.CreateJobOnce(t.Context(), once, drydock.IdempotencyKey{Key: "k", Fingerprint: []byte("f"), TTL: time.Hour})
+	if err != nil || !created {
+		t.Fatalf("CreateJobOnce = %v, %v", created, err)
+	}
+	if got := mustGet(t, st, stored.ID); got.InputKey != once.InputKey || got.InputSize != 7 {
+		t.Fatalf("CreateJobOnce input = %q, %d; want %q, 7", got.InputKey, got.InputSize, once.InputKey)
+	}
+	if got := mustGet(t, st, mustCreate(t, st, newJob(t, "u")).ID); got.InputKey != "" || got.InputSize != 0 {
+		t.Fatalf("a job without an upload has input %q, %d", got.InputKey, got.InputSize)
+	}
 }
 
 func (s *suite) testSetEgress(t *testing.T) {

@@ -1,0 +1,83 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+
+	"github.com/drydockhq/drydock"
+)
+
+// seedSource marks the log event that records a seeded workspace, so that
+// a recovered job is not seeded twice: unpacking the upload again would
+// put back files the agent has changed or deleted since.
+const seedSource = "upload"
+
+// seedWorkspace unpacks the job's uploaded archive (Job.InputKey, stored
+// normalized by the API) into the sandbox's workspace through toolboxd,
+// which confines every entry to /workspace, before the agent starts. It
+// runs the same whatever the runtime or a warm sandbox. A reattached job
+// whose log records the seeding is left as it is; one whose server
+// stopped before that record (the agent had not started) is seeded again,
+// which rewrites the same files.
+func (r *Runner) seedWorkspace(ctx context.Context, job *drydock.Job, sb *drydock.Sandbox, reattach bool, emit *emitter, log *slog.Logger) error {
+	if job.InputKey == "" {
+		return nil
+	}
+	if reattach {
+		done, err := r.seeded(ctx, job.ID)
+		if err != nil {
+			return err
+		}
+		if done {
+			log.Info("workspace already seeded; not unpacking the upload again")
+			return nil
+		}
+	}
+	rc, err := r.deps.Artifacts.Get(ctx, job.InputKey)
+	if drydock.ErrorCode(err) == drydock.ENOTFOUND {
+		return drydock.Errorf(drydock.EUNAVAILABLE, "the job's uploaded workspace %s is no longer in the artifact store; the job cannot start", job.InputKey)
+	}
+	if err != nil {
+		return fmt.Errorf("open the uploaded workspace: %w", err)
+	}
+	defer rc.Close()
+	res, err := r.deps.Toolbox(sb).UploadTar(ctx, ".", rc)
+	if err != nil {
+		return fmt.Errorf("unpack the uploaded workspace into the sandbox: %w", err)
+	}
+	log.Info("workspace seeded from the upload", "files", res.Files, "dirs", res.Dirs, "links", res.Links, "bytes", res.Bytes)
+	// Without this record a recovery would unpack again over the agent's
+	// work, so a failure to write it fails the job before the agent runs.
+	return emit.Emit(ctx, drydock.EventLog, map[string]any{
+		"level": "info", "seed": seedSource,
+		"files": res.Files, "dirs": res.Dirs, "links": res.Links, "bytes": res.Bytes,
+		"message": fmt.Sprintf("workspace seeded from the uploaded archive: %d files, %d directories, %d links, %d bytes", res.Files, res.Dirs, res.Links, res.Bytes),
+	})
+}
+
+// seeded reports whether the job's log records its seeding.
+func (r *Runner) seeded(ctx context.Context, jobID string) (bool, error) {
+	for after := int64(0); ; {
+		page, err := r.deps.Store.ListEvents(ctx, jobID, after, 1000)
+		if err != nil {
+			return false, fmt.Errorf("load event log: %w", err)
+		}
+		for _, e := range page {
+			if e.Type != drydock.EventLog {
+				continue
+			}
+			var d struct {
+				Seed string `json:"seed"`
+			}
+			if json.Unmarshal(e.Data, &d) == nil && d.Seed == seedSource {
+				return true, nil
+			}
+		}
+		if len(page) < 1000 {
+			return false, nil
+		}
+		after = page[len(page)-1].Seq
+	}
+}
