@@ -62,6 +62,13 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 	if spec.Profile == "" {
 		spec.Profile = drydock.ProfileHeadless
 	}
+	// The fingerprint is of the request as sent (no list is not an empty
+	// list), so a retry still matches after the default changed.
+	egress, egressSource, err := s.cfg.Egress.Resolve(spec.Egress)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	id, err := uuid.NewV7()
 	if err != nil {
 		s.writeError(w, r, fmt.Errorf("new job id: %w", err))
@@ -74,6 +81,7 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 		JobSpec:   spec,
 		OwnerID:   principalFrom(r.Context()).ID,
 	}
+	job.Egress, job.EgressSource = egress, egressSource
 	if err := s.sealSecrets(job); err != nil {
 		s.writeError(w, r, err)
 		return

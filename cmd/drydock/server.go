@@ -116,6 +116,14 @@ func (c *ServerCmd) Run(g *Globals) error {
 	if c.ReapInterval < time.Second {
 		return fmt.Errorf("--reap-interval %s: want at least 1s, e.g. 30s or 5m", c.ReapInterval)
 	}
+	egressPolicy, err := c.Egress.policy()
+	if err != nil {
+		return err
+	}
+	if c.Runtime == "kubernetes" && len(egressPolicy.Default) > 0 && c.Kube.KubeEgressGateway == "" {
+		// Every job without a list would be refused at its sandbox's start.
+		return fmt.Errorf("--egress-default needs --kube-egress-gateway on Kubernetes: without a gateway pods have no way out, and jobs with egress are refused")
+	}
 	if c.NodeID == "" {
 		// Host name plus port: unique for replicas on one host, and stable
 		// across restarts so a server recovers its own jobs at once.
@@ -210,7 +218,7 @@ func (c *ServerCmd) Run(g *Globals) error {
 	if err != nil {
 		return err
 	}
-	eg, err := newEgressWiring(c.Egress, ws, rt, log)
+	eg, err := newEgressWiring(c.Egress, egressPolicy, ws, rt, log)
 	if err != nil {
 		return err
 	}
@@ -229,6 +237,7 @@ func (c *ServerCmd) Run(g *Globals) error {
 		Toolbox:        pool,
 		LinkKeyFile:    filepath.Join(c.DataDir, "link.key"),
 		EgressChanged:  eg.Changed,
+		Egress:         egressPolicy,
 		Secrets:        secrets,
 		IdempotencyTTL: c.IdemTTL,
 	}, ws, run, artifacts, reg, log)

@@ -26,7 +26,7 @@ const jobColumns = `id, owner_id, status, created_at, started_at, finished_at, e
 	task, model, max_steps, timeout_ms, profile, metadata, context_budget, egress,
 	steps, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd,
 	sandbox_id, artifact_key, artifact_size, cancel_requested, lease_owner, lease_expires_at, attempts,
-	secret_names, secrets_sealed`
+	secret_names, secrets_sealed, egress_source`
 
 // listColumns is jobColumns without the sealed secrets, which only the
 // worker that runs a job needs (up to 128 KiB a job).
@@ -46,7 +46,7 @@ func scanJob(row pgx.Row) (*drydock.Job, error) {
 		&j.Task, &j.Model, &j.MaxSteps, &timeoutMS, &profile, &metadata, &j.ContextBudget, &egress,
 		&j.Steps, &j.Usage.InputTokens, &j.Usage.OutputTokens, &j.Usage.CacheReadTokens, &j.Usage.CacheWriteTokens, &j.Usage.CostUSD,
 		&j.SandboxID, &j.ArtifactKey, &j.ArtifactSize, &j.CancelRequested, &j.LeaseOwner, &leaseExpires, &j.Attempts,
-		&secretNames, &j.SealedSecrets)
+		&secretNames, &j.SealedSecrets, &j.EgressSource)
 	if err != nil {
 		return nil, err
 	}
@@ -147,15 +147,15 @@ func (ins *jobInsert) run(ctx context.Context, q queryRower) error {
 	var created time.Time
 	err := q.QueryRow(ctx, `WITH j AS (
 			INSERT INTO jobs (id, owner_id, status, created_at, task, model, max_steps, timeout_ms, profile, metadata, context_budget, egress,
-				secret_names, secrets_sealed, last_seq)
-			VALUES ($1, $2, 'pending', COALESCE($3, now()), $4, $5, $6, $7, $8, $9, $11, $12, $13, $14, 1)
+				secret_names, secrets_sealed, last_seq, egress_source)
+			VALUES ($1, $2, 'pending', COALESCE($3, now()), $4, $5, $6, $7, $8, $9, $11, $12, $13, $14, 1, $15)
 			RETURNING id, created_at)
 		INSERT INTO events (job_id, seq, type, time, data)
 		SELECT id, 1, 'status', created_at, $10 FROM j
 		RETURNING time`,
 		job.ID, job.OwnerID, dbTime(job.CreatedAt), job.Task, job.Model, job.MaxSteps,
 		time.Duration(job.Timeout).Milliseconds(), string(job.Profile), ins.metadata, pendingEvent, job.ContextBudget, ins.egress,
-		ins.secretNames, job.SealedSecrets).Scan(&created)
+		ins.secretNames, job.SealedSecrets, job.EgressSource).Scan(&created)
 	switch {
 	case isUnique(err):
 		return drydock.Errorf(drydock.ECONFLICT, "job %s already exists", job.ID)

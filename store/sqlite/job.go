@@ -24,7 +24,7 @@ const jobColumns = `id, owner_id, status, created_at, started_at, finished_at, e
 	task, model, max_steps, timeout_ms, profile, metadata, context_budget, egress,
 	steps, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd,
 	sandbox_id, artifact_key, artifact_size, cancel_requested, lease_owner, lease_expires_at, attempts,
-	secret_names, secrets_sealed`
+	secret_names, secrets_sealed, egress_source`
 
 // listColumns is jobColumns without the sealed secrets, which only the
 // worker that runs a job needs (up to 128 KiB a job).
@@ -47,7 +47,7 @@ func scanJob(row scanner) (*drydock.Job, error) {
 		&j.Task, &j.Model, &j.MaxSteps, &timeoutMS, &profile, &metadata, &j.ContextBudget, &egress,
 		&j.Steps, &j.Usage.InputTokens, &j.Usage.OutputTokens, &j.Usage.CacheReadTokens, &j.Usage.CacheWriteTokens, &j.Usage.CostUSD,
 		&j.SandboxID, &j.ArtifactKey, &j.ArtifactSize, &j.CancelRequested, &j.LeaseOwner, &leaseExpires, &j.Attempts,
-		&secretNames, &j.SealedSecrets)
+		&secretNames, &j.SealedSecrets, &j.EgressSource)
 	if err != nil {
 		return nil, err
 	}
@@ -147,11 +147,11 @@ func (ins *jobInsert) run(ctx context.Context, tx *wtx) error {
 	job, createdText := ins.job, fmtTime(ins.created)
 	_, err := tx.ExecContext(ctx, `INSERT INTO jobs
 		(id, owner_id, status, created_at, task, model, max_steps, timeout_ms, profile, metadata, context_budget, egress,
-		 secret_names, secrets_sealed, last_seq)
-		VALUES (?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1)`,
+		 secret_names, secrets_sealed, last_seq, egress_source)
+		VALUES (?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?)`,
 		job.ID, job.OwnerID, createdText, job.Task, job.Model, job.MaxSteps,
 		time.Duration(job.Timeout).Milliseconds(), string(job.Profile), ins.metadata, job.ContextBudget, ins.egress,
-		ins.secretNames, job.SealedSecrets)
+		ins.secretNames, job.SealedSecrets, job.EgressSource)
 	if isConstraint(err) {
 		return drydock.Errorf(drydock.ECONFLICT, "job %s already exists", job.ID)
 	}
