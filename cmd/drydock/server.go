@@ -53,6 +53,7 @@ type ServerCmd struct {
 	LogFormat     string          `default:"text" enum:"text,json" env:"DRYDOCK_LOG_FORMAT" help:"Log format: text or json."`
 	ShutdownGrace time.Duration   `default:"20s" help:"How long in-flight requests may take to finish on SIGTERM."`
 	Resources     ResourceOptions `embed:"" prefix:"sandbox-"`
+	Trust         TrustOptions    `embed:"" prefix:"sandbox-"`
 	Pool          PoolOptions     `embed:"" prefix:"pool-"`
 	Kube          KubeOptions     `embed:""`
 	Egress        EgressOptions   `embed:"" prefix:"egress-"`
@@ -117,6 +118,10 @@ func (c *ServerCmd) Run(g *Globals) error {
 		return fmt.Errorf("--reap-interval %s: want at least 1s, e.g. 30s or 5m", c.ReapInterval)
 	}
 	egressPolicy, err := c.Egress.policy()
+	if err != nil {
+		return err
+	}
+	trustedCAs, err := c.Trust.bundle(time.Now(), log)
 	if err != nil {
 		return err
 	}
@@ -203,6 +208,7 @@ func (c *ServerCmd) Run(g *Globals) error {
 		LeaseTTL:       c.LeaseTTL,
 		ReapInterval:   c.ReapInterval,
 		DefaultTimeout: c.JobTimeout,
+		TrustedCAs:     trustedCAs,
 		Images: map[drydock.Profile]string{
 			drydock.ProfileHeadless: c.ImageHeadless,
 			drydock.ProfileDesktop:  c.ImageDesktop,

@@ -22,6 +22,7 @@ func TestServerRefusesBadFlags(t *testing.T) {
 		{[]string{"--egress-allow", "*.example.com:x"}, `--egress-allow: egress destination "*.example.com:x"`},
 		{[]string{"--egress-default", "registry.example.com", "--egress-allow", "*.example.com:443"}, "--egress-default: registry.example.com is outside the ceiling *.example.com:443"},
 		{[]string{"--runtime", "kubernetes", "--egress-default", "registry.example.com"}, "--egress-default needs --kube-egress-gateway"},
+		{[]string{"--sandbox-ca", "/nonexistent/a.crt,/nonexistent/b.crt"}, "--sandbox-ca /nonexistent/a.crt: open"},
 	} {
 		var sc ServerCmd
 		dir := t.TempDir()
