@@ -418,7 +418,7 @@ func (s *session) recheck() {
 	s.mu.Lock()
 	var drop []*tracked
 	for t := range s.conns {
-		if !drydock.EgressAllows(rules, t.host, t.port) || !s.p.ceilingAllows(t.host, t.port) {
+		if !drydock.EgressAllows(rules, t.host, t.port) {
 			drop = append(drop, t)
 		}
 	}
