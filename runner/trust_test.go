@@ -9,6 +9,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"fmt"
 	"math/big"
 	"os"
 	"strings"
@@ -133,5 +134,27 @@ func TestNoTrustedCAsSetsNothing(t *testing.T) {
 	// may name its own bundle; none may name an installed one.
 	if vars, _, _ := strings.Cut(probe.out, "---"); strings.Contains(vars, "/.drydock/") {
 		t.Errorf("a bundle was installed without trusted CAs:\n%s", vars)
+	}
+}
+
+// A job whose secrets and the trust variables together exceed what a
+// sandbox takes fails before its agent starts, saying how many secrets fit.
+// Not parallel: see TestTrustedCAsReachTheSandboxProcesses.
+func TestTooManySecretsWithTrustedCAsFailsClearly(t *testing.T) {
+	t.Setenv("HOME", t.TempDir())
+	b := setup(t)
+	box := newBox(t)
+	b.deps.Secrets = box
+	b.deps.Agent = &envProbe{}
+	secrets := drydock.SecretValues{}
+	for i := range drydock.MaxSecrets {
+		secrets[fmt.Sprintf("S%02d", i)] = "value-long-enough"
+	}
+	id := b.createSealed(t, box, secrets)
+	b.start(t, runner.Config{NodeID: "n", PollInterval: 20 * time.Millisecond, TrustedCAs: testCAPEM(t)})
+	j := waitTerminal(t, b.store, id)
+	want := fmt.Sprintf("give the job at most %d secrets", drydock.MaxSecrets-len(runner.TrustEnv))
+	if j.Status != drydock.StatusError || !strings.Contains(j.Error, want) {
+		t.Errorf("job %s %q; want an error saying %q", j.Status, j.Error, want)
 	}
 }
