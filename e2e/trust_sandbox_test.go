@@ -97,10 +97,19 @@ http.request({host: "127.0.0.1", port: 3128, method: "CONNECT", path: host + ":"
 // --egress-default, so the server-wide default is exercised end to end too.
 func TestSandboxTrustsTheOperatorsCAs(t *testing.T) {
 	t.Parallel()
-	host := os.Getenv("DRYDOCK_TEST_DOCKER_HOST")
-	if host == "" {
-		t.Skip("DRYDOCK_TEST_DOCKER_HOST not set: no docker engine to run sandboxes on (make test starts one)")
+	for _, e := range engines() {
+		t.Run(e.name, func(t *testing.T) {
+			t.Parallel()
+			host := os.Getenv(e.env)
+			if host == "" {
+				t.Skipf("%s not set: no %s engine to run sandboxes on (make test starts one)", e.env, e.name)
+			}
+			trustsTheOperatorsCAs(t, host)
+		})
 	}
+}
+
+func trustsTheOperatorsCAs(t *testing.T, host string) {
 	port, caPEM := tlsInspector(t)
 	caFile := filepath.Join(t.TempDir(), "inspecting-ca.crt")
 	if err := os.WriteFile(caFile, caPEM, 0o644); err != nil {
