@@ -63,7 +63,8 @@ func (e *ScheduleError) Error() string {
 func (e *ScheduleError) Unwrap() error { return e.Err }
 
 // Schedule creates a job and returns it as the server stored it (pending,
-// with its links).
+// with its links). A nil spec.Egress takes the server's default list
+// (--egress-default); a non-nil empty one asks for no network at all.
 //
 // Every request carries an Idempotency-Key (random unless
 // WithIdempotencyKey gives one), so that Schedule can send it again when
@@ -108,7 +109,16 @@ func (c *Client) Schedule(ctx context.Context, spec drydock.JobSpec, opts ...Sch
 // is unknown (the request may have created the job), so that it is worth
 // sending again with the same key.
 func (c *Client) scheduleOnce(ctx context.Context, spec drydock.JobSpec, hdr http.Header) (_ *drydock.Job, retry bool, _ error) {
-	resp, err := c.send(ctx, http.MethodPost, "/v1/jobs", nil, spec, hdr)
+	var req any = spec
+	if spec.Egress != nil && len(spec.Egress) == 0 {
+		// JobSpec leaves an empty list out, and no list means the
+		// server's default: say [] (nothing) outright.
+		req = struct {
+			drydock.JobSpec
+			Egress []string `json:"egress"`
+		}{spec, []string{}}
+	}
+	resp, err := c.send(ctx, http.MethodPost, "/v1/jobs", nil, req, hdr)
 	if err != nil {
 		var ce *ConnError
 		return nil, errors.As(err, &ce) || ctx.Err() != nil, err
