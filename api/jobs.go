@@ -62,8 +62,9 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 	if spec.Profile == "" {
 		spec.Profile = drydock.ProfileHeadless
 	}
-	// The fingerprint is of the request as sent (no list is not an empty
-	// list), so a retry still matches after the default changed.
+	// Resolved into the job, not into spec: the idempotency fingerprint is
+	// of the request as sent (no list is not an empty list), so a retry
+	// still matches after the server's default changed.
 	egress, egressSource, err := s.cfg.Egress.Resolve(spec.Egress)
 	if err != nil {
 		s.writeError(w, r, err)
