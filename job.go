@@ -183,6 +183,9 @@ type Job struct {
 	// SecretNames are the names of the job's secrets, sorted; the values
 	// are never shown.
 	SecretNames []string `json:"secret_names,omitempty"`
+	// EgressSource says where Egress came from: EgressFromJob or
+	// EgressFromDefault (the server's default, copied at creation).
+	EgressSource string `json:"egress_source,omitempty"`
 
 	JobSpec
 

@@ -63,8 +63,9 @@ type Store interface {
 	CancelJob(ctx context.Context, id string) (*Job, error)
 
 	// SetEgress replaces the egress allowlist of a job that has not finished
-	// and returns the job; ECONFLICT once it is terminal. The caller records
-	// the change as an event.
+	// and returns the job; ECONFLICT once it is terminal. The list is the
+	// job's own from then on (EgressSource EgressFromJob). The caller
+	// records the change as an event.
 	SetEgress(ctx context.Context, id string, egress []string) (*Job, error)
 
 	// AppendEvent assigns e the next Seq of its job, sets Time if zero, and

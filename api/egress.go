@@ -38,7 +38,7 @@ func (s *Server) handleSetEgress(w http.ResponseWriter, r *http.Request) {
 	for _, e := range *req.Egress {
 		list = append(list, strings.TrimSpace(e))
 	}
-	if _, err := drydock.ParseEgress(list); err != nil {
+	if err := s.cfg.Egress.Check(list); err != nil {
 		s.writeError(w, r, err)
 		return
 	}

@@ -95,7 +95,13 @@ func parseSFString(v string) (string, error) {
 // refuses requests with secrets before anything is stored, so its plain
 // hash covers only what the job's row already holds.
 func (s *Server) fingerprint(spec drydock.JobSpec, input []byte) ([]byte, error) {
-	b, err := json.Marshal(spec)
+	// "egress": [] (nothing) and no egress (the server's default) differ,
+	// though both are left out of spec's JSON. The mark is added only for
+	// the empty list, so every other fingerprint stays as it was.
+	b, err := json.Marshal(struct {
+		drydock.JobSpec
+		EmptyEgress bool `json:"egress_empty,omitempty"`
+	}{spec, spec.Egress != nil && len(spec.Egress) == 0})
 	if err != nil {
 		return nil, fmt.Errorf("encode request fingerprint: %w", err)
 	}

@@ -61,6 +61,14 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	// Resolved into the job, not into spec: the idempotency fingerprint is
+	// of the request as sent (no list is not an empty list), so a retry
+	// still matches after the server's default changed.
+	egress, egressSource, err := s.cfg.Egress.Resolve(spec.Egress)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	id, err := uuid.NewV7()
 	if err != nil {
 		s.writeError(w, r, fmt.Errorf("new job id: %w", err))
@@ -73,6 +81,7 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 		JobSpec:   spec,
 		OwnerID:   principalFrom(r.Context()).ID,
 	}
+	job.Egress, job.EgressSource = egress, egressSource
 	if err := s.sealSecrets(job); err != nil {
 		s.writeError(w, r, err)
 		return

@@ -91,6 +91,10 @@ type Config struct {
 	// list once it is stored (the egress proxy drops its cached copy and
 	// closes tunnels the list no longer allows).
 	EgressChanged func(ctx context.Context, job *drydock.Job)
+	// Egress is the operator's egress policy: the list of jobs that give
+	// none, and the ceiling every job's list must stay within (at creation
+	// and on every change).
+	Egress drydock.EgressPolicy
 	// Secrets seals the secrets of new jobs for the store and opens them
 	// to mask a running job's files; its MAC key also makes the request
 	// fingerprints of idempotency keys. Nil refuses jobs with secrets.

@@ -65,7 +65,9 @@ func (e *ScheduleError) Error() string {
 func (e *ScheduleError) Unwrap() error { return e.Err }
 
 // Schedule creates a job and returns it as the server stored it (pending,
-// with its links). WithWorkspace sends files for the job to start from.
+// with its links). WithWorkspace sends files for the job to start from. A
+// nil spec.Egress takes the server's default list (--egress-default); a
+// non-nil empty one asks for no network at all.
 //
 // Every request carries an Idempotency-Key (random unless
 // WithIdempotencyKey gives one), so that Schedule can send it again when
@@ -117,7 +119,7 @@ func (c *Client) scheduleOnce(ctx context.Context, spec drydock.JobSpec, workspa
 	if workspace != nil {
 		resp, err = c.sendUpload(ctx, spec, workspace, hdr)
 	} else {
-		resp, err = c.send(ctx, http.MethodPost, "/v1/jobs", nil, spec, hdr)
+		resp, err = c.send(ctx, http.MethodPost, "/v1/jobs", nil, specBody(spec), hdr)
 	}
 	if err != nil {
 		var ce *ConnError
@@ -167,4 +169,17 @@ func jitter(d time.Duration) time.Duration {
 // Idempotency-Key draft gives the header.
 func sfString(key string) string {
 	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(key) + `"`
+}
+
+// specBody is spec as a creation request sends it. JobSpec leaves an empty
+// egress list out, and no list means the server's default, so an empty one
+// is said outright: [] (nothing).
+func specBody(spec drydock.JobSpec) any {
+	if spec.Egress != nil && len(spec.Egress) == 0 {
+		return struct {
+			drydock.JobSpec
+			Egress []string `json:"egress"`
+		}{spec, []string{}}
+	}
+	return spec
 }

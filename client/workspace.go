@@ -50,7 +50,7 @@ func (e *packError) Unwrap() error { return e.err }
 // uploadBody streams the spec and the archive as a multipart body. An
 // error reading the archive aborts the request with a *packError.
 func uploadBody(spec drydock.JobSpec, open func() (io.ReadCloser, error)) (io.ReadCloser, string, error) {
-	specJSON, err := json.Marshal(spec)
+	specJSON, err := json.Marshal(specBody(spec))
 	if err != nil {
 		return nil, "", fmt.Errorf("encode the job: %w", err)
 	}

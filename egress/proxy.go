@@ -34,6 +34,10 @@ type Config struct {
 	// Private lists the non-public addresses rules may lead to; every other
 	// non-public address is refused whatever the rules say.
 	Private []netip.Prefix
+	// Ceiling, when set, must admit a destination too, whatever a job's
+	// list says (the operator's --egress-allow): it binds lists stored
+	// before it was set or by a replica that was told otherwise.
+	Ceiling func(host string, port int) bool
 	// LookupIP resolves a host name (default: the host's resolver).
 	LookupIP func(ctx context.Context, host string) ([]netip.Addr, error)
 	// DialTimeout bounds resolving and connecting (default 10s).
@@ -230,7 +234,10 @@ func (p *Proxy) check(ctx context.Context, jobID, host string, port int) ([]neti
 		return nil, deny(http.StatusServiceUnavailable, "the job's egress allowlist could not be read; try again")
 	}
 	if !drydock.EgressAllows(rules, host, port) {
-		return nil, deny(http.StatusForbidden, "not in the job's egress allowlist")
+		return nil, deny(http.StatusForbidden, reasonNotListed)
+	}
+	if !p.ceilingAllows(host, port) {
+		return nil, deny(http.StatusForbidden, "outside what the operator allows any job to reach (--egress-allow)")
 	}
 	var addrs []netip.Addr
 	if a, err := netip.ParseAddr(strings.Trim(host, "[]")); err == nil {
@@ -260,6 +267,10 @@ func (p *Proxy) check(ctx context.Context, jobID, host string, port int) ([]neti
 		return nil, deny(http.StatusForbidden, "the name resolves to %s, which is not a public address, and the operator has not opened it to sandboxes", refused)
 	}
 	return ok, nil
+}
+
+func (p *Proxy) ceilingAllows(host string, port int) bool {
+	return p.cfg.Ceiling == nil || p.cfg.Ceiling(host, port)
 }
 
 func (p *Proxy) privateAllowed(a netip.Addr) bool {
@@ -451,11 +462,14 @@ func target(hostport string, defaultPort int) (string, int, error) {
 	return strings.ToLower(strings.TrimSuffix(host, ".")), port, nil
 }
 
+const reasonNotListed = "not in the job's egress allowlist"
+
 // refuse answers a denial with a body that says what to do about it.
 func (s *session) refuse(w http.ResponseWriter, d *Denial) {
 	defer s.p.denied(s.job, d) // after the answer: reporting may write to the store
 	msg := fmt.Sprintf("drydock egress proxy: connection to %s refused: %s.\n", d.Dest(), d.Reason)
-	if d.Status == http.StatusForbidden {
+	if d.Reason == reasonNotListed {
+		// Only the job's list is the job owner's to change.
 		msg += fmt.Sprintf("To allow it, add %q to the job's egress list: PUT /v1/jobs/%s/egress {\"egress\": [...]} or `drydock egress %s --allow %s`.\n",
 			d.Dest(), s.job, s.job, d.Dest())
 	}

@@ -53,7 +53,10 @@ func (r *Runner) execute(ctx context.Context, cancel context.CancelCauseFunc, jo
 		sb, runErr = r.sandbox(ctx, job, log)
 	}
 	if runErr == nil {
-		runErr = r.giveSecrets(ctx, job, sb, log)
+		var trust map[string]string
+		if trust, runErr = r.installCAs(ctx, sb, log); runErr == nil {
+			runErr = r.giveSecrets(ctx, job, sb, trust, log)
+		}
 	}
 	if runErr == nil {
 		var closeEgress func()

@@ -25,6 +25,8 @@ type Toolbox interface {
 	// SetEnv gives every process started in the sandbox from now on the
 	// job's secrets as variables (toolboxd's PUT /v1/env).
 	SetEnv(ctx context.Context, env map[string]string) (*toolbox.EnvResult, error)
+	// Exec runs one process in the sandbox (installing trusted CAs).
+	Exec(ctx context.Context, req toolbox.ExecRequest, stdout, stderr io.Writer) (*toolbox.ExecResult, error)
 	// Sessions, Interrupt and RestartSession give a recovered job its
 	// shells back (shells.go).
 	Sessions(ctx context.Context) ([]toolbox.Session, error)
@@ -55,6 +57,10 @@ type Config struct {
 	// ReapInterval is how often sandboxes of finished jobs are looked for
 	// (default 1m).
 	ReapInterval time.Duration
+	// TrustedCAs are PEM certificates every sandbox's processes trust
+	// besides the image's own (--sandbox-ca): installed with the image's
+	// bundle into the sandbox before the agent starts (trust.go).
+	TrustedCAs []byte
 	// OrphanGrace is how long after its job ended another node's sandbox is
 	// left to that node before the reaper takes it (default 2m).
 	OrphanGrace time.Duration

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"strings"
 
 	"github.com/drydockhq/drydock"
@@ -33,15 +34,25 @@ func (r *Runner) openSecrets(job *drydock.Job) error {
 	return nil
 }
 
-// giveSecrets sets the job's secrets as variables of every process the
-// sandbox starts from now on. It runs once the sandbox is ready and before
-// the agent's first tool call, for a new, warm or reattached sandbox alike;
+// giveSecrets sets the job's secrets, over the server's own variables
+// (trust: where the trusted CAs are), as variables of every process the
+// sandbox starts from now on; a secret of the same name wins, being the
+// job's explicit choice. It runs once the sandbox is ready and before the
+// agent's first tool call, for a new, warm or reattached sandbox alike;
 // setting the same variables again changes nothing in the sandbox.
-func (r *Runner) giveSecrets(ctx context.Context, job *drydock.Job, sb *drydock.Sandbox, log *slog.Logger) error {
-	if len(job.Secrets) == 0 {
+func (r *Runner) giveSecrets(ctx context.Context, job *drydock.Job, sb *drydock.Sandbox, trust map[string]string, log *slog.Logger) error {
+	env := maps.Clone(trust)
+	if env == nil {
+		env = map[string]string{}
+	}
+	maps.Copy(env, job.Secrets)
+	if len(env) == 0 {
 		return nil
 	}
-	res, err := r.deps.Toolbox(sb).SetEnv(ctx, job.Secrets)
+	if len(env) > drydock.MaxSecrets {
+		return drydock.Errorf(drydock.EINVALID, "the job's %d secrets and the %d variables of the server's trusted CAs (--sandbox-ca) are more than the %d a sandbox takes; give the job at most %d secrets", len(job.Secrets), len(trust), drydock.MaxSecrets, drydock.MaxSecrets-len(trust))
+	}
+	res, err := r.deps.Toolbox(sb).SetEnv(ctx, env)
 	if drydock.ErrorCode(err) == drydock.ENOTFOUND {
 		return drydock.Errorf(drydock.EUNAVAILABLE, "the sandbox's toolboxd is too old to take the job's secrets (it needs toolbox API 4: rebuild the image with drydock image build)")
 	}

@@ -29,5 +29,11 @@ log "building the sandbox images (first time: several minutes; then cached)"
 ./bin/drydock image build --profile headless
 ./bin/drydock image build --profile desktop
 
+# Sandbox network: the package registries this machine's npm and pip use
+# become the egress default, and the CAs it added to its trust store are
+# trusted in sandboxes (see scripts/sandboxnet.sh; DRYDOCK_EGRESS_DEFAULT or
+# DRYDOCK_SANDBOX_CA, even empty, choose instead).
+mapfile -t sandbox_net < <(scripts/sandboxnet.sh)
+
 log "starting drydock server on http://127.0.0.1:8080 (Ctrl-C stops it)"
-exec ./bin/drydock server --listen 127.0.0.1:8080 --runtime docker "$@"
+exec ./bin/drydock server --listen 127.0.0.1:8080 --runtime docker ${sandbox_net[@]+"${sandbox_net[@]}"} "$@"

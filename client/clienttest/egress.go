@@ -38,7 +38,17 @@ func (s *Server) setEgress(w http.ResponseWriter, r *http.Request) {
 		writeError(w, drydock.Errorf(drydock.ECONFLICT, "job %s is %s; its egress can no longer change", j.ID, j.Status))
 		return
 	}
-	j.Egress = list
+	j.Egress, j.EgressSource = list, drydock.EgressFromJob
 	s.emitLocked(j.ID, drydock.EventLog, map[string]any{"level": "info", "message": "egress allowlist changed"})
 	writeJSON(w, http.StatusOK, s.view(j))
+}
+
+// SetEgressDefault gives a job the list a server's --egress-default would
+// have given it at creation.
+func (s *Server) SetEgressDefault(id string, list []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if j, ok := s.jobs[id]; ok {
+		j.Egress, j.EgressSource = list, drydock.EgressFromDefault
+	}
 }

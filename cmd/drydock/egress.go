@@ -56,11 +56,15 @@ func (c *EgressCmd) Run(g *Globals) error {
 	if c.JSON {
 		return writeJSON(out, j)
 	}
+	from := ""
+	if j.EgressSource == drydock.EgressFromDefault {
+		from = " (the server's default)"
+	}
 	if len(j.Egress) == 0 {
-		_, err = fmt.Fprintf(out, "Job %s may reach nothing on the network.\n", safe(j.ID))
+		_, err = fmt.Fprintf(out, "Job %s may reach nothing on the network%s.\n", safe(j.ID), from)
 		return err
 	}
-	_, err = fmt.Fprintf(out, "Job %s may reach: %s\n", safe(j.ID), listOrNone(j.Egress))
+	_, err = fmt.Fprintf(out, "Job %s may reach%s: %s\n", safe(j.ID), from, listOrNone(j.Egress))
 	return err
 }
 

@@ -51,6 +51,24 @@ func TestEgressCommand(t *testing.T) {
 		}
 	}
 
+	// A list the job got from the server says so, until the job sets one.
+	srv.SetEgressDefault(j.ID, []string{"registry.example.com:443"})
+	for _, s := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "may reach (the server's default): registry.example.com:443\n"},
+		{[]string{"--allow", "example.com"}, "may reach: registry.example.com:443, example.com\n"},
+	} {
+		r := newRun()
+		if err := r.exec(append([]string{"egress", j.ID}, s.args...)...); err != nil {
+			t.Fatalf("egress %v: %v", s.args, err)
+		}
+		if got := r.out.String(); got != "Job "+j.ID+" "+s.want {
+			t.Errorf("egress %v printed %q, want %q", s.args, got, s.want)
+		}
+	}
+
 	srv.SetStatus(j.ID, drydock.StatusComplete, "")
 	r := newRun()
 	if err := r.exec("egress", j.ID, "--allow", "example.com"); err == nil || !strings.Contains(err.Error(), "can no longer change") {

@@ -18,6 +18,21 @@ import (
 type EgressOptions struct {
 	Listen  string   `env:"DRYDOCK_EGRESS_LISTEN" placeholder:"ADDR" help:"Serve the egress gateway on this address (e.g. :3129): Kubernetes sandbox pods reach the network only through it, and it applies each job's allowlist by host name. Needed with --runtime kubernetes for jobs with egress; the pods dial --kube-egress-gateway."`
 	Private []string `env:"DRYDOCK_EGRESS_PRIVATE" placeholder:"CIDR" help:"Non-public addresses (CIDRs or addresses, comma-separated) that jobs' egress rules may reach, e.g. an internal package mirror. Loopback, private and link-local addresses are refused otherwise, whatever a job's list says."`
+	Default []string `env:"DRYDOCK_EGRESS_DEFAULT" placeholder:"HOST[:PORT]" help:"Egress allowlist (host[:port], *.domain, addresses or CIDRs, comma-separated) of every job that gives none, e.g. the package registries its tasks need. A job's own list (even []) replaces it."`
+	Allow   []string `env:"DRYDOCK_EGRESS_ALLOW" placeholder:"HOST[:PORT]" help:"Ceiling of every job's egress list (same form as --egress-default): each entry a job asks for, at creation or later, must fall within one of these, or is refused with 403; the proxy enforces it on every connection too. Unset: jobs may list anything. Give it the same list as --egress-default to forbid widening."`
+}
+
+// policy checks --egress-default and --egress-allow.
+func (o EgressOptions) policy() (drydock.EgressPolicy, error) {
+	p, err := drydock.NewEgressPolicy(o.Default, o.Allow)
+	if err != nil {
+		msg := drydock.ErrorMessage(err)
+		if rest, ok := strings.CutPrefix(msg, "ceiling: "); ok {
+			return p, fmt.Errorf("--egress-allow: %s", rest)
+		}
+		return p, fmt.Errorf("--egress-default: %s (see --egress-allow)", strings.TrimPrefix(msg, "default: "))
+	}
+	return p, nil
 }
 
 // egressSocketer is a runtime whose sandboxes reach the network only
@@ -57,10 +72,13 @@ func parsePrivate(list []string) ([]netip.Prefix, error) {
 	return out, nil
 }
 
-func newEgressWiring(opts EgressOptions, st drydock.Store, rt drydock.Runtime, log *slog.Logger) (*egressWiring, error) {
+func newEgressWiring(opts EgressOptions, policy drydock.EgressPolicy, st drydock.Store, rt drydock.Runtime, log *slog.Logger) (*egressWiring, error) {
 	private, err := parsePrivate(opts.Private)
 	if err != nil {
 		return nil, err
+	}
+	if len(policy.Default) > 0 || policy.Ceiling != nil {
+		log.Info("egress policy", "default", policy.Default, "ceiling", policy.CeilingList())
 	}
 	if len(private) > 0 {
 		log.Warn("egress: jobs may reach these non-public addresses when their lists allow it", "private", private)
@@ -79,6 +97,7 @@ func newEgressWiring(opts EgressOptions, st drydock.Store, rt drydock.Runtime, l
 		},
 		OnDeny:  rep.Deny,
 		Private: private,
+		Ceiling: policy.Allows,
 		Logger:  log,
 	})
 	if f, ok := rt.(forgetful); ok {

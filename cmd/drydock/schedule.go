@@ -22,7 +22,8 @@ type ScheduleCmd struct {
 	Profile    string            `help:"Sandbox profile: headless, or desktop for a screen the agent can see and you can watch (default: the server's)."`
 	Budget     int               `name:"context-budget" placeholder:"TOKENS" help:"Most tokens of each prompt the agent sends (4000 to 1000000; default: the model's context window)."`
 	Meta       map[string]string `help:"Metadata to attach, KEY=VALUE; repeatable." placeholder:"KEY=VALUE" mapsep:"none"`
-	Egress     []string          `placeholder:"HOST[:PORT]" help:"A destination the sandbox may reach, e.g. pypi.org:443 or *.github.com:443 (default: none); repeatable. Change it while the job runs with drydock egress."`
+	Egress     []string          `placeholder:"HOST[:PORT]" xor:"egress" help:"A destination the sandbox may reach, e.g. registry.example.com:443 or *.github.com:443; repeatable. Default: the server's --egress-default (often none). Change it while the job runs with drydock egress."`
+	NoEgress   bool              `name:"no-egress" xor:"egress" help:"The sandbox may reach nothing on the network, whatever the server's --egress-default."`
 	Secrets    SecretFlags       `embed:""`
 	Follow     bool              `short:"f" xor:"mode" help:"Show progress live until the job ends; exit 1 if it fails or is cancelled. Ctrl-C stops following, not the job."`
 	Wait       bool              `xor:"mode" help:"Wait silently until the job ends and print its final status; exit 1 if it fails or is cancelled."`
@@ -51,6 +52,9 @@ func (c *ScheduleCmd) spec(g *Globals) (drydock.JobSpec, error) {
 		Egress:   c.Egress,
 
 		ContextBudget: c.Budget,
+	}
+	if c.NoEgress {
+		s.Egress = []string{} // sent as [], which the server's default does not replace
 	}
 	secrets, err := c.Secrets.values(os.LookupEnv)
 	if err != nil {

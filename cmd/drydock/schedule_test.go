@@ -39,6 +39,30 @@ func TestScheduleSendsEveryFlag(t *testing.T) {
 	mustContain(t, "stderr", r.err.String(), "Status: "+srv.URL+"/v1/jobs/"+id, "drydock logs "+id+" -f")
 }
 
+// Without --egress the job gets the server's default (no list is sent);
+// --no-egress sends [], which asks for nothing whatever the default.
+func TestScheduleNoEgressSendsAnEmptyList(t *testing.T) {
+	t.Parallel()
+	srv, newRun := setupFake(t)
+	for _, tt := range []struct {
+		args  []string
+		empty bool
+	}{{nil, false}, {[]string{"--no-egress"}, true}} {
+		r := newRun()
+		if err := r.exec(append([]string{"schedule", "x"}, tt.args...)...); err != nil {
+			t.Fatal(err)
+		}
+		j := srv.Job(strings.TrimSpace(r.out.String()))
+		if got := j.Egress != nil && len(j.Egress) == 0; got != tt.empty {
+			t.Errorf("schedule %v sent egress %#v; want an empty list: %v", tt.args, j.Egress, tt.empty)
+		}
+	}
+	r := newRun()
+	if err := r.exec("schedule", "x", "--no-egress", "--egress", "registry.example.com"); err == nil || !strings.Contains(err.Error(), "can't be used together") {
+		t.Errorf("--no-egress with --egress: %v", err)
+	}
+}
+
 func TestScheduleReadsTheTaskFromStdinAndPrintsJSON(t *testing.T) {
 	t.Parallel()
 	srv, newRun := setupFake(t)

@@ -54,6 +54,7 @@ type ServerCmd struct {
 	LogFormat     string          `default:"text" enum:"text,json" env:"DRYDOCK_LOG_FORMAT" help:"Log format: text or json."`
 	ShutdownGrace time.Duration   `default:"20s" help:"How long in-flight requests may take to finish on SIGTERM."`
 	Resources     ResourceOptions `embed:"" prefix:"sandbox-"`
+	Trust         TrustOptions    `embed:"" prefix:"sandbox-"`
 	Pool          PoolOptions     `embed:"" prefix:"pool-"`
 	Kube          KubeOptions     `embed:""`
 	Egress        EgressOptions   `embed:"" prefix:"egress-"`
@@ -119,6 +120,18 @@ func (c *ServerCmd) Run(g *Globals) error {
 	}
 	if c.MaxUploadMiB < 1 || c.MaxUploadMiB > 1<<20 {
 		return fmt.Errorf("--max-upload-mib %d: want 1 to 1048576 (MiB)", c.MaxUploadMiB)
+	}
+	egressPolicy, err := c.Egress.policy()
+	if err != nil {
+		return err
+	}
+	trustedCAs, err := c.Trust.bundle(time.Now(), log)
+	if err != nil {
+		return err
+	}
+	if c.Runtime == "kubernetes" && len(egressPolicy.Default) > 0 && c.Kube.KubeEgressGateway == "" {
+		// Every job without a list would be refused at its sandbox's start.
+		return fmt.Errorf("--egress-default needs --kube-egress-gateway on Kubernetes: without a gateway pods have no way out, and jobs with egress are refused")
 	}
 	if c.NodeID == "" {
 		// Host name plus port: unique for replicas on one host, and stable
@@ -199,6 +212,7 @@ func (c *ServerCmd) Run(g *Globals) error {
 		LeaseTTL:       c.LeaseTTL,
 		ReapInterval:   c.ReapInterval,
 		DefaultTimeout: c.JobTimeout,
+		TrustedCAs:     trustedCAs,
 		Images: map[drydock.Profile]string{
 			drydock.ProfileHeadless: c.ImageHeadless,
 			drydock.ProfileDesktop:  c.ImageDesktop,
@@ -214,7 +228,7 @@ func (c *ServerCmd) Run(g *Globals) error {
 	if err != nil {
 		return err
 	}
-	eg, err := newEgressWiring(c.Egress, ws, rt, log)
+	eg, err := newEgressWiring(c.Egress, egressPolicy, ws, rt, log)
 	if err != nil {
 		return err
 	}
@@ -239,6 +253,7 @@ func (c *ServerCmd) Run(g *Globals) error {
 		Toolbox:        pool,
 		LinkKeyFile:    filepath.Join(c.DataDir, "link.key"),
 		EgressChanged:  eg.Changed,
+		Egress:         egressPolicy,
 		Secrets:        secrets,
 		IdempotencyTTL: c.IdemTTL,
 		UploadDir:      uploadDir,

@@ -9,7 +9,7 @@ import (
 
 // Flags that would make the server misbehave stop it at start with a
 // message naming the flag, before it opens anything.
-func TestServerRefusesBadIntervals(t *testing.T) {
+func TestServerRefusesBadFlags(t *testing.T) {
 	t.Parallel()
 	for _, tt := range []struct {
 		args []string
@@ -17,6 +17,12 @@ func TestServerRefusesBadIntervals(t *testing.T) {
 	}{
 		{[]string{"--reap-interval", "0s"}, "--reap-interval 0s: want at least 1s"},
 		{[]string{"--reap-interval=-5m"}, "--reap-interval -5m0s: want at least 1s"},
+		{[]string{"--egress-default", "registry.example.com:99999"}, `--egress-default: egress destination "registry.example.com:99999": the port must be`},
+		{[]string{"--egress-default", "a.example.com,bad host"}, `--egress-default: egress destination "bad host"`},
+		{[]string{"--egress-allow", "*.example.com:x"}, `--egress-allow: egress destination "*.example.com:x"`},
+		{[]string{"--egress-default", "registry.example.com", "--egress-allow", "*.example.com:443"}, "--egress-default: registry.example.com is outside the ceiling *.example.com:443"},
+		{[]string{"--runtime", "kubernetes", "--egress-default", "registry.example.com"}, "--egress-default needs --kube-egress-gateway"},
+		{[]string{"--sandbox-ca", "/nonexistent/a.crt,/nonexistent/b.crt"}, "--sandbox-ca /nonexistent/a.crt: open"},
 	} {
 		var sc ServerCmd
 		dir := t.TempDir()

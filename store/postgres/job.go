@@ -27,7 +27,7 @@ const jobColumns = `id, owner_id, status, created_at, started_at, finished_at, e
 	steps, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd,
 	sandbox_id, artifact_key, artifact_size, cancel_requested, lease_owner, lease_expires_at, attempts,
 	secret_names, secrets_sealed,
-	input_key, input_size`
+	input_key, input_size, egress_source`
 
 // listColumns is jobColumns without the sealed secrets, which only the
 // worker that runs a job needs (up to 128 KiB a job).
@@ -48,7 +48,7 @@ func scanJob(row pgx.Row) (*drydock.Job, error) {
 		&j.Steps, &j.Usage.InputTokens, &j.Usage.OutputTokens, &j.Usage.CacheReadTokens, &j.Usage.CacheWriteTokens, &j.Usage.CostUSD,
 		&j.SandboxID, &j.ArtifactKey, &j.ArtifactSize, &j.CancelRequested, &j.LeaseOwner, &leaseExpires, &j.Attempts,
 		&secretNames, &j.SealedSecrets,
-		&j.InputKey, &j.InputSize)
+		&j.InputKey, &j.InputSize, &j.EgressSource)
 	if err != nil {
 		return nil, err
 	}
@@ -150,8 +150,8 @@ func (ins *jobInsert) run(ctx context.Context, q queryRower) error {
 	err := q.QueryRow(ctx, `WITH j AS (
 			INSERT INTO jobs (id, owner_id, status, created_at, task, model, max_steps, timeout_ms, profile, metadata, context_budget, egress,
 				secret_names, secrets_sealed,
-				input_key, input_size, last_seq)
-			VALUES ($1, $2, 'pending', COALESCE($3, now()), $4, $5, $6, $7, $8, $9, $11, $12, $13, $14, $15, $16, 1)
+				input_key, input_size, last_seq, egress_source)
+			VALUES ($1, $2, 'pending', COALESCE($3, now()), $4, $5, $6, $7, $8, $9, $11, $12, $13, $14, $15, $16, 1, $17)
 			RETURNING id, created_at)
 		INSERT INTO events (job_id, seq, type, time, data)
 		SELECT id, 1, 'status', created_at, $10 FROM j
@@ -159,7 +159,7 @@ func (ins *jobInsert) run(ctx context.Context, q queryRower) error {
 		job.ID, job.OwnerID, dbTime(job.CreatedAt), job.Task, job.Model, job.MaxSteps,
 		time.Duration(job.Timeout).Milliseconds(), string(job.Profile), ins.metadata, pendingEvent, job.ContextBudget, ins.egress,
 		ins.secretNames, job.SealedSecrets,
-		job.InputKey, job.InputSize).Scan(&created)
+		job.InputKey, job.InputSize, job.EgressSource).Scan(&created)
 	switch {
 	case isUnique(err):
 		return drydock.Errorf(drydock.ECONFLICT, "job %s already exists", job.ID)

@@ -277,7 +277,7 @@ func (s *Store) SetEgress(ctx context.Context, id string, egress []string) (*dry
 	if err != nil {
 		return nil, err
 	}
-	job, err := scanJob(s.pool.QueryRow(ctx, `UPDATE jobs SET egress = $2
+	job, err := scanJob(s.pool.QueryRow(ctx, `UPDATE jobs SET egress = $2, egress_source = 'job'
 		WHERE id = $1 AND status IN ('pending', 'running') RETURNING `+jobColumns, id, list))
 	if errors.Is(err, pgx.ErrNoRows) {
 		var status string

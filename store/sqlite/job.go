@@ -25,7 +25,7 @@ const jobColumns = `id, owner_id, status, created_at, started_at, finished_at, e
 	steps, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd,
 	sandbox_id, artifact_key, artifact_size, cancel_requested, lease_owner, lease_expires_at, attempts,
 	secret_names, secrets_sealed,
-	input_key, input_size`
+	input_key, input_size, egress_source`
 
 // listColumns is jobColumns without the sealed secrets, which only the
 // worker that runs a job needs (up to 128 KiB a job).
@@ -49,7 +49,7 @@ func scanJob(row scanner) (*drydock.Job, error) {
 		&j.Steps, &j.Usage.InputTokens, &j.Usage.OutputTokens, &j.Usage.CacheReadTokens, &j.Usage.CacheWriteTokens, &j.Usage.CostUSD,
 		&j.SandboxID, &j.ArtifactKey, &j.ArtifactSize, &j.CancelRequested, &j.LeaseOwner, &leaseExpires, &j.Attempts,
 		&secretNames, &j.SealedSecrets,
-		&j.InputKey, &j.InputSize)
+		&j.InputKey, &j.InputSize, &j.EgressSource)
 	if err != nil {
 		return nil, err
 	}
@@ -150,12 +150,12 @@ func (ins *jobInsert) run(ctx context.Context, tx *wtx) error {
 	_, err := tx.ExecContext(ctx, `INSERT INTO jobs
 		(id, owner_id, status, created_at, task, model, max_steps, timeout_ms, profile, metadata, context_budget, egress,
 		 secret_names, secrets_sealed,
-		 input_key, input_size, last_seq)
-		VALUES (?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1)`,
+		 input_key, input_size, last_seq, egress_source)
+		VALUES (?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?)`,
 		job.ID, job.OwnerID, createdText, job.Task, job.Model, job.MaxSteps,
 		time.Duration(job.Timeout).Milliseconds(), string(job.Profile), ins.metadata, job.ContextBudget, ins.egress,
 		ins.secretNames, job.SealedSecrets,
-		job.InputKey, job.InputSize)
+		job.InputKey, job.InputSize, job.EgressSource)
 	if isConstraint(err) {
 		return drydock.Errorf(drydock.ECONFLICT, "job %s already exists", job.ID)
 	}

@@ -297,7 +297,7 @@ func (s *Store) SetEgress(ctx context.Context, id string, egress []string) (*dry
 		if drydock.JobStatus(status).Terminal() {
 			return drydock.Errorf(drydock.ECONFLICT, "job %s is %s; its egress can no longer change", id, status)
 		}
-		job, err = scanJob(tx.QueryRowContext(ctx, `UPDATE jobs SET egress = ? WHERE id = ? RETURNING `+jobColumns, list, id))
+		job, err = scanJob(tx.QueryRowContext(ctx, `UPDATE jobs SET egress = ?, egress_source = 'job' WHERE id = ? RETURNING `+jobColumns, list, id))
 		return err
 	})
 	if err != nil {

@@ -45,6 +45,7 @@ func (s *suite) testCreateAndGet(t *testing.T) {
 			ContextBudget: 32000,
 			Egress:        []string{"pypi.org:443", "10.0.0.0/8"},
 		},
+		EgressSource: drydock.EgressFromDefault,
 	}
 	mustCreate(t, st, j)
 	if j.Status != drydock.StatusPending {
@@ -420,13 +421,19 @@ func (s *suite) testInputArchive(t *testing.T) {
 
 func (s *suite) testSetEgress(t *testing.T) {
 	st := s.newStore(t)
-	j := mustCreate(t, st, newJob(t, "u"))
+	nj := newJob(t, "u")
+	nj.Egress, nj.EgressSource = []string{"registry.example.com:443"}, drydock.EgressFromDefault
+	j := mustCreate(t, st, nj)
 	got, err := st.SetEgress(t.Context(), j.ID, []string{"example.com", "*.npmjs.org:443"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff([]string{"example.com", "*.npmjs.org:443"}, got.Egress); diff != "" {
 		t.Fatalf("SetEgress returned (-want +got):\n%s", diff)
+	}
+	// A list set on the job is the job's own, whatever it started from.
+	if got.EgressSource != drydock.EgressFromJob {
+		t.Errorf("after SetEgress the source is %q; want %q", got.EgressSource, drydock.EgressFromJob)
 	}
 	if diff := cmp.Diff(got, mustGet(t, st, j.ID), jobOpts); diff != "" {
 		t.Fatalf("stored job differs from the returned one (-returned +stored):\n%s", diff)
