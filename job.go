@@ -77,6 +77,9 @@ type JobSpec struct {
 	// (events, errors, the archive). Write-only: a job read back shows
 	// SecretNames only.
 	Secrets SecretValues `json:"secrets,omitempty"`
+	// Repo is the git repository cloned into the workspace before the
+	// agent starts; nil starts from an empty workspace.
+	Repo *RepoSpec `json:"repo,omitempty"`
 }
 
 // Normalize trims the task and fills no defaults: defaults are the server's
@@ -86,6 +89,9 @@ func (s *JobSpec) Normalize() {
 	s.Model = strings.TrimSpace(s.Model)
 	for i, e := range s.Egress {
 		s.Egress[i] = strings.TrimSpace(e)
+	}
+	if s.Repo != nil {
+		s.Repo.Normalize()
 	}
 }
 
@@ -129,6 +135,11 @@ func (s *JobSpec) Validate() error {
 	}
 	if err := s.Secrets.Validate(); err != nil {
 		return err
+	}
+	if s.Repo != nil {
+		if err := s.Repo.Validate(s.Secrets); err != nil {
+			return err
+		}
 	}
 	if len(s.Metadata) > MaxMetadataKeys {
 		return Errorf(EINVALID, "metadata has %d keys; the limit is %d", len(s.Metadata), MaxMetadataKeys)
