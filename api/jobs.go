@@ -25,10 +25,11 @@ type createRequest struct {
 	Egress   []string          `json:"egress"`
 	// Secrets are write-only: no answer, event or log line shows a value.
 	Secrets drydock.SecretValues `json:"secrets"`
+	Repo    *drydock.RepoSpec    `json:"repo"`
 }
 
 var createBody = bodyHelp{
-	fields:  "task (or prompt), model, max_steps, timeout, profile, metadata, context_budget, egress, secrets",
+	fields:  "task (or prompt), model, max_steps, timeout, profile, metadata, context_budget, egress, secrets, repo",
 	example: `{"task": "..."}`,
 }
 
@@ -45,6 +46,7 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 	}
 	spec := drydock.JobSpec{Model: req.Model, MaxSteps: req.MaxSteps, Timeout: req.Timeout, Profile: req.Profile, Metadata: req.Metadata,
 		ContextBudget: req.Budget, Egress: req.Egress, Secrets: req.Secrets}
+	spec.Repo = req.Repo
 	switch {
 	case req.Task != nil && req.Prompt != nil && strings.TrimSpace(*req.Task) != strings.TrimSpace(*req.Prompt):
 		s.writeError(w, r, drydock.Errorf(drydock.EINVALID, `give either "task" or its synonym "prompt", not two different texts`))

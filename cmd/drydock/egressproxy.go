@@ -75,7 +75,8 @@ func newEgressWiring(opts EgressOptions, st drydock.Store, rt drydock.Runtime, l
 			if job.Status.Terminal() {
 				return nil, nil
 			}
-			return drydock.ParseEgress(job.Egress)
+			// The job's list plus its repository's host and port.
+			return job.EgressRules()
 		},
 		OnDeny:  rep.Deny,
 		Private: private,
