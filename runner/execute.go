@@ -61,6 +61,9 @@ func (r *Runner) execute(ctx context.Context, cancel context.CancelCauseFunc, jo
 			defer closeEgress()
 		}
 	}
+	if runErr == nil {
+		runErr = r.seedRepo(ctx, job, sb, emit, reattach, log)
+	}
 	if runErr == nil && reattach {
 		r.recoverShells(ctx, sb, emit, log)
 	}
