@@ -157,6 +157,7 @@ func repoEnv(job *drydock.Job) (map[string]string, error) {
 	env := map[string]string{
 		"GIT_TERMINAL_PROMPT": "0",
 		"GIT_ALLOW_PROTOCOL":  "http:https",
+		"GIT_TRACE_REDACT":    "1",
 		"GIT_CONFIG_COUNT":    strconv.Itoa(len(cfg)),
 	}
 	for i, kv := range cfg {
