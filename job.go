@@ -194,6 +194,9 @@ type Job struct {
 	// SecretNames are the names of the job's secrets, sorted; the values
 	// are never shown.
 	SecretNames []string `json:"secret_names,omitempty"`
+	// PushedCommit is the commit a completed job pushed to its
+	// repository's push branch.
+	PushedCommit string `json:"pushed_commit,omitempty"`
 
 	JobSpec
 
@@ -241,4 +244,6 @@ type JobResult struct {
 	Summary      string
 	ArtifactKey  string
 	ArtifactSize int64
+	// PushedCommit is set when the job pushed its changes (RepoPush).
+	PushedCommit string
 }

@@ -1,6 +1,7 @@
 package drydock
 
 import (
+	"net/mail"
 	"net/netip"
 	"net/url"
 	"strconv"
@@ -28,6 +29,37 @@ type RepoSpec struct {
 	// authenticate with ("TOKEN", or "USER:TOKEN" where the host wants a
 	// particular user name). The value never appears in the job.
 	Secret string `json:"secret,omitempty"`
+	// Push, when set, commits the job's changes when it completes and
+	// pushes them to a branch of the repository.
+	Push *RepoPush `json:"push,omitempty"`
+}
+
+// RepoPush is where a completed job's changes go.
+type RepoPush struct {
+	// Branch is created or fast-forwarded; it must start with
+	// PushBranchPrefix, so that a job never moves the user's own branches.
+	Branch string `json:"branch"`
+	// Author is "Name <email>" for the commit (default DefaultPushAuthor).
+	Author string `json:"author,omitempty"`
+}
+
+// PushBranchPrefix starts every branch a job may push to.
+const PushBranchPrefix = "drydock/"
+
+// DefaultPushAuthor signs a job's commit when the job names no author.
+const DefaultPushAuthor = "Drydock <drydock@localhost>"
+
+// AuthorParts splits Author (or the default) into name and email.
+func (p *RepoPush) AuthorParts() (name, email string, err error) {
+	a := p.Author
+	if a == "" {
+		a = DefaultPushAuthor
+	}
+	addr, err := mail.ParseAddress(a)
+	if err != nil || addr.Name == "" || strings.ContainsAny(addr.Name+addr.Address, "<>\n\r\x00") {
+		return "", "", Errorf(EINVALID, "repo.push.author must be \"Name <email>\", e.g. %q", DefaultPushAuthor)
+	}
+	return addr.Name, addr.Address, nil
 }
 
 // Normalize trims the fields.
@@ -35,6 +67,10 @@ func (r *RepoSpec) Normalize() {
 	r.URL = strings.TrimSpace(r.URL)
 	r.Ref = strings.TrimSpace(r.Ref)
 	r.Secret = strings.TrimSpace(r.Secret)
+	if r.Push != nil {
+		r.Push.Branch = strings.TrimSpace(r.Push.Branch)
+		r.Push.Author = strings.TrimSpace(r.Push.Author)
+	}
 }
 
 // Validate checks the repository against the job's secrets and returns an
@@ -45,6 +81,17 @@ func (r *RepoSpec) Validate(secrets SecretValues) error {
 	}
 	if r.Ref != "" {
 		if err := CheckRepoRef(r.Ref); err != nil {
+			return err
+		}
+	}
+	if p := r.Push; p != nil {
+		if !strings.HasPrefix(p.Branch, PushBranchPrefix) || len(p.Branch) == len(PushBranchPrefix) {
+			return Errorf(EINVALID, "repo.push.branch must start with %q (e.g. %q), so that a job never moves your own branches", PushBranchPrefix, PushBranchPrefix+"fix-tests")
+		}
+		if err := CheckRepoRef(p.Branch); err != nil || isCommitID(p.Branch) {
+			return Errorf(EINVALID, "repo.push.branch %q is not a valid branch name", shorten(p.Branch))
+		}
+		if _, _, err := p.AuthorParts(); err != nil {
 			return err
 		}
 	}

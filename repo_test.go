@@ -108,3 +108,34 @@ func TestRepoBasicAuth(t *testing.T) {
 		t.Fatalf("user:token: %q %q", u, p)
 	}
 }
+
+func TestRepoPushValidation(t *testing.T) {
+	t.Parallel()
+	url := "https://git.example.com/p.git"
+	for _, tc := range []struct {
+		push RepoPush
+		want string
+	}{
+		{RepoPush{Branch: "drydock/fix-tests"}, ""},
+		{RepoPush{Branch: "drydock/a/b", Author: "Ada Lovelace <ada@example.com>"}, ""},
+		{RepoPush{Branch: "main"}, `must start with "drydock/"`},
+		{RepoPush{Branch: "drydock/"}, `must start with "drydock/"`},
+		{RepoPush{}, `must start with "drydock/"`},
+		{RepoPush{Branch: "drydock/a..b"}, "not a valid branch name"},
+		{RepoPush{Branch: "drydock/x.lock"}, "not a valid branch name"},
+		{RepoPush{Branch: "drydock/x", Author: "ada@example.com"}, "Name <email>"},
+		{RepoPush{Branch: "drydock/x", Author: "Ada <ada@example.com>\nX: y"}, "Name <email>"},
+		{RepoPush{Branch: "drydock/x", Author: "Ada"}, "Name <email>"},
+	} {
+		r := RepoSpec{URL: url, Push: &tc.push}
+		r.Normalize()
+		err := r.Validate(nil)
+		if (tc.want == "") != (err == nil) || err != nil && !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: %v; want %q", tc.push, err, tc.want)
+		}
+	}
+	name, email, err := (&RepoPush{Branch: "drydock/x"}).AuthorParts()
+	if err != nil || name != "Drydock" || email != "drydock@localhost" {
+		t.Errorf("default author: %q %q %v", name, email, err)
+	}
+}

@@ -57,52 +57,17 @@ func (r *Runner) seedRepo(ctx context.Context, job *drydock.Job, sb *drydock.San
 		return nil
 	}
 	if reattach {
-		done, err := r.repoCloned(ctx, job.ID)
-		if err != nil || done {
+		commit, err := r.clonedCommit(ctx, job.ID)
+		if err != nil || commit != "" {
 			return err
 		}
 	}
-	tb, ok := r.deps.Toolbox(sb).(repoExecer)
-	if !ok {
-		return drydock.Errorf(drydock.EINTERNAL, "this server's toolbox client cannot run processes; the repository cannot be cloned")
-	}
-	env, err := repoEnv(job)
+	git, err := r.sandboxGit(job, sb)
 	if err != nil {
 		return err
 	}
-	git := func(what string, args ...string) (string, error) {
-		var out, errOut bytes.Buffer
-		res, err := tb.Exec(ctx, toolbox.ExecRequest{Args: args, Env: env, Timeout: drydock.Duration(repoCloneTimeout)},
-			&limitedBuffer{buf: &out, max: 4 << 10}, &limitedBuffer{buf: &errOut, max: 16 << 10})
-		if err != nil {
-			if ctx.Err() != nil {
-				return "", ctx.Err()
-			}
-			return "", drydock.Errorf(drydock.EUNAVAILABLE, "%s: the sandbox did not run git: %s", what, drydock.ErrorMessage(err))
-		}
-		if res.ExitCode != 0 {
-			msg := strings.TrimSpace(errOut.String())
-			if res.TimedOut {
-				msg = fmt.Sprintf("it did not finish within %s", repoCloneTimeout)
-			}
-			if msg == "" {
-				msg = "git exited with status " + strconv.Itoa(res.ExitCode)
-			}
-			if strings.Contains(msg, "could not read Username") || strings.Contains(msg, "Authentication failed") {
-				// git's own words blame a terminal it was told not to use.
-				if job.Repo.Secret == "" {
-					msg = "the repository asks for credentials: name a job secret holding a token in repo.secret (" + msg + ")"
-				} else {
-					msg = "the repository refused the token in the job's secret " + job.Repo.Secret + " (" + msg + ")"
-				}
-			}
-			// The message is masked with the job's other texts (execute).
-			return "", drydock.Errorf(drydock.EINVALID, "%s: %s", what, msg)
-		}
-		return strings.TrimSpace(out.String()), nil
-	}
 	if reattach {
-		if _, err := git("emptying the workspace of an unfinished clone", "find", ".", "-mindepth", "1", "-delete"); err != nil {
+		if _, err := git.run(ctx, "emptying the workspace of an unfinished clone", nil, "find", ".", "-mindepth", "1", "-delete"); err != nil {
 			return err
 		}
 	}
@@ -115,18 +80,18 @@ func (r *Runner) seedRepo(ctx context.Context, job *drydock.Job, sb *drydock.San
 	what := "cloning " + desc + " failed"
 	switch {
 	case repo.Ref == "":
-		_, err = git(what, "git", "clone", "--quiet", "--", repo.URL, ".")
+		_, err = git.run(ctx, what, nil, "git", "clone", "--quiet", "--", repo.URL, ".")
 	case repo.IsCommit():
-		if _, err = git(what, "git", "clone", "--quiet", "--no-checkout", "--", repo.URL, "."); err == nil {
-			_, err = git("checking out commit "+repo.Ref+" of "+repo.URL+" failed", "git", "checkout", "--quiet", "--detach", repo.Ref)
+		if _, err = git.run(ctx, what, nil, "git", "clone", "--quiet", "--no-checkout", "--", repo.URL, "."); err == nil {
+			_, err = git.run(ctx, "checking out commit "+repo.Ref+" of "+repo.URL+" failed", nil, "git", "checkout", "--quiet", "--detach", repo.Ref)
 		}
 	default:
-		_, err = git(what, "git", "clone", "--quiet", "--branch", repo.Ref, "--", repo.URL, ".")
+		_, err = git.run(ctx, what, nil, "git", "clone", "--quiet", "--branch", repo.Ref, "--", repo.URL, ".")
 	}
 	if err != nil {
 		return err
 	}
-	commit, err := git("reading the cloned commit failed", "git", "rev-parse", "HEAD")
+	commit, err := git.run(ctx, "reading the cloned commit failed", nil, "git", "rev-parse", "HEAD")
 	if err != nil {
 		return err
 	}
@@ -137,6 +102,59 @@ func (r *Runner) seedRepo(ctx context.Context, job *drydock.Job, sb *drydock.San
 	}
 	log.Info("repository cloned", "url", repo.URL, "ref", repo.Ref, "commit", commit, "took", time.Since(t0).Round(time.Millisecond))
 	return nil
+}
+
+// sandboxGit runs git (and find) in a job's sandbox with repoEnv.
+type sandboxGit struct {
+	tb  repoExecer
+	job *drydock.Job
+	env map[string]string
+}
+
+func (r *Runner) sandboxGit(job *drydock.Job, sb *drydock.Sandbox) (*sandboxGit, error) {
+	tb, ok := r.deps.Toolbox(sb).(repoExecer)
+	if !ok {
+		return nil, drydock.Errorf(drydock.EINTERNAL, "this server's toolbox client cannot run processes; the repository cannot be used")
+	}
+	env, err := repoEnv(job)
+	if err != nil {
+		return nil, err
+	}
+	return &sandboxGit{tb: tb, job: job, env: env}, nil
+}
+
+// run runs args in the workspace and returns its standard output; a
+// failure is an error that starts with what and holds git's message
+// (masked with the job's other texts by execute).
+func (g *sandboxGit) run(ctx context.Context, what string, stdin []byte, args ...string) (string, error) {
+	var out, errOut bytes.Buffer
+	res, err := g.tb.Exec(ctx, toolbox.ExecRequest{Args: args, Env: g.env, Stdin: stdin, Timeout: drydock.Duration(repoCloneTimeout)},
+		&limitedBuffer{buf: &out, max: 4 << 10}, &limitedBuffer{buf: &errOut, max: 16 << 10})
+	if err != nil {
+		if ctx.Err() != nil {
+			return "", ctx.Err()
+		}
+		return "", drydock.Errorf(drydock.EUNAVAILABLE, "%s: the sandbox did not run git: %s", what, drydock.ErrorMessage(err))
+	}
+	if res.ExitCode != 0 {
+		msg := strings.TrimSpace(errOut.String())
+		if res.TimedOut {
+			msg = fmt.Sprintf("it did not finish within %s", repoCloneTimeout)
+		}
+		if msg == "" {
+			msg = "git exited with status " + strconv.Itoa(res.ExitCode)
+		}
+		if strings.Contains(msg, "could not read Username") || strings.Contains(msg, "Authentication failed") {
+			// git's own words blame a terminal it was told not to use.
+			if g.job.Repo.Secret == "" {
+				msg = "the repository asks for credentials: name a job secret holding a token in repo.secret (" + msg + ")"
+			} else {
+				msg = "the repository refused the token in the job's secret " + g.job.Repo.Secret + " (" + msg + ")"
+			}
+		}
+		return "", drydock.Errorf(drydock.EINVALID, "%s: %s", what, msg)
+	}
+	return strings.TrimSpace(out.String()), nil
 }
 
 // repoEnv is the environment of the git processes: the token as an
@@ -167,24 +185,25 @@ func repoEnv(job *drydock.Job) (map[string]string, error) {
 	return env, nil
 }
 
-// repoCloned reports whether the job's log records a completed clone.
-func (r *Runner) repoCloned(ctx context.Context, jobID string) (bool, error) {
+// clonedCommit is the commit the job's log records a completed clone of,
+// or "" when there is none.
+func (r *Runner) clonedCommit(ctx context.Context, jobID string) (string, error) {
 	for after := int64(0); ; {
 		page, err := r.deps.Store.ListEvents(ctx, jobID, after, 1000)
 		if err != nil {
-			return false, fmt.Errorf("load event log: %w", err)
+			return "", fmt.Errorf("load event log: %w", err)
 		}
 		for _, ev := range page {
 			if ev.Type != drydock.EventLog {
 				continue
 			}
-			var d struct{ Kind string }
-			if json.Unmarshal(ev.Data, &d) == nil && d.Kind == kindRepoCloned {
-				return true, nil
+			var d struct{ Kind, Commit string }
+			if json.Unmarshal(ev.Data, &d) == nil && d.Kind == kindRepoCloned && d.Commit != "" {
+				return d.Commit, nil
 			}
 		}
 		if len(page) < 1000 {
-			return false, nil
+			return "", nil
 		}
 		after = page[len(page)-1].Seq
 	}

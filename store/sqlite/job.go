@@ -25,7 +25,7 @@ const jobColumns = `id, owner_id, status, created_at, started_at, finished_at, e
 	steps, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd,
 	sandbox_id, artifact_key, artifact_size, cancel_requested, lease_owner, lease_expires_at, attempts,
 	secret_names, secrets_sealed,
-	repo`
+	repo, pushed_commit`
 
 // listColumns is jobColumns without the sealed secrets, which only the
 // worker that runs a job needs (up to 128 KiB a job).
@@ -50,7 +50,7 @@ func scanJob(row scanner) (*drydock.Job, error) {
 		&j.Steps, &j.Usage.InputTokens, &j.Usage.OutputTokens, &j.Usage.CacheReadTokens, &j.Usage.CacheWriteTokens, &j.Usage.CostUSD,
 		&j.SandboxID, &j.ArtifactKey, &j.ArtifactSize, &j.CancelRequested, &j.LeaseOwner, &leaseExpires, &j.Attempts,
 		&secretNames, &j.SealedSecrets,
-		&repo)
+		&repo, &j.PushedCommit)
 	if err != nil {
 		return nil, err
 	}

@@ -13,6 +13,7 @@ func (s *suite) repoTests() map[string]func(t *testing.T) {
 	return map[string]func(t *testing.T){
 		"KeptThroughEveryRead": s.testRepoKept,
 		"AbsentIsNil":          s.testRepoAbsent,
+		"PushedCommit":         s.testPushedCommit,
 	}
 }
 
@@ -47,5 +48,26 @@ func (s *suite) testRepoAbsent(t *testing.T) {
 	j := mustCreate(t, st, &drydock.Job{ID: newID(t), JobSpec: drydock.JobSpec{Task: "t"}})
 	if got := mustGet(t, st, j.ID).Repo; got != nil {
 		t.Fatalf("a job without a repository reads back %+v", got)
+	}
+}
+
+// testPushedCommit: the commit a job pushed is kept with its result.
+func (s *suite) testPushedCommit(t *testing.T) {
+	st := s.newStore(t)
+	repo := &drydock.RepoSpec{URL: "https://git.example.com/p.git", Push: &drydock.RepoPush{Branch: "drydock/fix", Author: "Ada <ada@example.com>"}}
+	j := mustCreate(t, st, &drydock.Job{ID: newID(t), JobSpec: drydock.JobSpec{Task: "t", Repo: repo}})
+	if _, err := st.ClaimJob(t.Context(), "w", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	commit := "0123456789abcdef0123456789abcdef01234567"
+	if err := st.FinishJob(t.Context(), j.ID, "w", drydock.JobResult{Status: drydock.StatusComplete, PushedCommit: commit}); err != nil {
+		t.Fatal(err)
+	}
+	got := mustGet(t, st, j.ID)
+	if got.PushedCommit != commit {
+		t.Fatalf("PushedCommit = %q; want %q", got.PushedCommit, commit)
+	}
+	if diff := cmp.Diff(repo, got.Repo); diff != "" {
+		t.Fatalf("repo with push (-want +got):\n%s", diff)
 	}
 }
