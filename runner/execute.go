@@ -110,6 +110,9 @@ func (r *Runner) execute(ctx context.Context, cancel context.CancelCauseFunc, jo
 		}
 	}
 
+	if result.Status == drydock.StatusComplete {
+		r.pushRepo(ctx, job, sb, emit, &result, log)
+	}
 	// Archive and tear down on a fresh context: the job's own may be over.
 	endCtx, endDone := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.ArchiveTimeout)
 	defer endDone()

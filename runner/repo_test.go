@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/base64"
 	"log/slog"
+	"os/exec"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -278,5 +279,101 @@ func TestRecoveredJobFinishesAnUnfinishedClone(t *testing.T) {
 	defer ag.mu.Unlock()
 	if got := strings.Join(ag.files[0], " "); got != ".git README.md src" || ag.heads[0] != git.Commits["main"] {
 		t.Errorf("the agent started at %s with %q", ag.heads[0], got)
+	}
+}
+
+// pushAgent changes the clone as an agent would: a new file, an edited
+// one, and an output saved under .drydock (the orchestrator's, never
+// committed).
+type pushAgent struct{ summary string }
+
+func (a *pushAgent) Run(ctx context.Context, run *drydock.AgentRun) (*drydock.AgentOutcome, error) {
+	c := toolbox.New(run.Sandbox.Endpoint, run.Sandbox.Token)
+	defer c.Close()
+	for name, text := range map[string]string{"fix.txt": "fixed\n", "README.md": "# project, fixed\n", ".drydock/outputs/x.txt": "output"} {
+		if err := c.WriteFile(ctx, name, []byte(text)); err != nil {
+			return nil, err
+		}
+	}
+	return &drydock.AgentOutcome{Summary: a.summary}, nil
+}
+
+func hostGit(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	out, err := exec.Command("git", append([]string{"--git-dir", dir}, args...)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// A completed job's changes are committed (the agent's summary as the
+// message, masked; the job's author) and pushed to its branch with the
+// job's token; the job shows the pushed commit. The token stays out of
+// the job's output.
+func TestCompletedJobPushesItsChanges(t *testing.T) {
+	t.Parallel()
+	git := gittest.New(t, gittest.Options{Token: repoToken})
+	b := setup(t)
+	box := newBox(t)
+	b.deps.Agent, b.deps.Secrets = &pushAgent{summary: "Fixed the README (token " + repoToken + ")"}, box
+	id := b.createRepoJob(t, box, drydock.RepoSpec{URL: git.URL, Secret: "GIT_TOKEN",
+		Push: &drydock.RepoPush{Branch: "drydock/fix-readme", Author: "Ada Lovelace <ada@example.com>"}}, drydock.SecretValues{"GIT_TOKEN": repoToken})
+	b.start(t, runner.Config{NodeID: "n", PollInterval: 20 * time.Millisecond})
+	j := waitTerminal(t, b.store, id)
+	if j.Status != drydock.StatusComplete {
+		t.Fatalf("job: %s %q", j.Status, j.Error)
+	}
+	pushed := hostGit(t, git.Dir, "rev-parse", "refs/heads/drydock/fix-readme")
+	if j.PushedCommit != pushed {
+		t.Fatalf("the job shows pushed commit %q; the branch is at %s", j.PushedCommit, pushed)
+	}
+	if got := hostGit(t, git.Dir, "log", "-1", "--format=%an <%ae>|%cn|%P|%B", pushed); got != "Ada Lovelace <ada@example.com>|Ada Lovelace|"+git.Commits["main"]+"|Fixed the README (token "+strings.Repeat("*", len(repoToken))+")\n\nDrydock-Job: "+id {
+		t.Errorf("the commit: %q", got)
+	}
+	if got := hostGit(t, git.Dir, "ls-tree", "-r", "--name-only", pushed); got != "README.md\nfix.txt\nsrc/app.py" {
+		t.Errorf("the commit's files: %q", got)
+	}
+	if got := hostGit(t, git.Dir, "rev-parse", "refs/heads/main"); got != git.Commits["main"] {
+		t.Errorf("main moved to %s", got)
+	}
+	all, _ := b.everything(t, j)
+	if strings.Contains(all, repoToken) {
+		t.Errorf("the token is in the job's output")
+	}
+	if !strings.Contains(all, "pushed commit "+pushed+" to branch drydock/fix-readme") {
+		t.Errorf("no event names the push")
+	}
+}
+
+// A push the repository refuses (the branch moved elsewhere: never forced)
+// fails the job, saying its work is in the archive; a job that changed
+// nothing pushes nothing.
+func TestPushRefusedOrNothingToPush(t *testing.T) {
+	t.Parallel()
+	git := gittest.New(t, gittest.Options{})
+	hostGit(t, git.Dir, "update-ref", "refs/heads/drydock/taken", git.Commits["feature/x"])
+	b := setup(t)
+	b.deps.Agent = &pushAgent{summary: "changed things"}
+	id := b.createRepoJob(t, nil, drydock.RepoSpec{URL: git.URL, Push: &drydock.RepoPush{Branch: "drydock/taken"}}, nil)
+	b.start(t, runner.Config{NodeID: "n", PollInterval: 20 * time.Millisecond})
+	j := waitTerminal(t, b.store, id)
+	if j.Status != drydock.StatusError || !strings.Contains(j.Error, "the job's work is in its archive, but pushing it to drydock/taken failed") ||
+		!strings.Contains(j.Error, "rejected") || j.ArtifactKey == "" || j.PushedCommit != "" {
+		t.Fatalf("job: %s %q artifact %q pushed %q", j.Status, j.Error, j.ArtifactKey, j.PushedCommit)
+	}
+	if got := hostGit(t, git.Dir, "rev-parse", "refs/heads/drydock/taken"); got != git.Commits["feature/x"] {
+		t.Errorf("the branch was forced to %s", got)
+	}
+
+	b2 := setup(t)
+	b2.deps.Agent = &repoAgent{}
+	id = b2.createRepoJob(t, nil, drydock.RepoSpec{URL: git.URL, Push: &drydock.RepoPush{Branch: "drydock/nothing"}}, nil)
+	b2.start(t, runner.Config{NodeID: "n", PollInterval: 20 * time.Millisecond})
+	if j := waitTerminal(t, b2.store, id); j.Status != drydock.StatusComplete || j.PushedCommit != "" {
+		t.Fatalf("job that changed nothing: %s %q pushed %q", j.Status, j.Error, j.PushedCommit)
+	}
+	if out, err := exec.Command("git", "--git-dir", git.Dir, "rev-parse", "--verify", "-q", "refs/heads/drydock/nothing").CombinedOutput(); err == nil {
+		t.Errorf("a branch was pushed for no change: %s", out)
 	}
 }
