@@ -7,4 +7,4 @@ package api
 // does at the top level. A job's repository is checked by
 // drydock.RepoSpec.Validate (with the job's other fields) before anything
 // is stored.
-var structObjects = map[string]bool{`"repo".`: true}
+var structObjects = map[string]bool{`"repo".`: true, `"repo"."push".`: true}

@@ -60,6 +60,10 @@ func TestCreateJobRepoRefused(t *testing.T) {
 		{`{"url": "https://git.example.com/p", "token": "` + apiCanary + `"}`, `unknown field \"token\"`},
 		{`{"url": "https://git.example.com/p", "URL": "https://evil.example/p"}`, `duplicate key \"URL\" in \"repo\"`},
 		{`"https://git.example.com/p"`, `field \"repo\" must be a JSON object`},
+		{`{"url": "https://git.example.com/p", "push": {"branch": "main"}}`, `repo.push.branch must start with \"drydock/\"`},
+		{`{"url": "https://git.example.com/p", "push": {"branch": "drydock/x", "author": "nobody"}}`, `repo.push.author must be`},
+		{`{"url": "https://git.example.com/p", "push": {"branch": "drydock/x", "force": true}}`, `unknown field \"force\"`},
+		{`{"url": "https://git.example.com/p", "push": {"branch": "drydock/x", "Branch": "main"}}`, `duplicate key \"Branch\" in \"repo\".\"push\"`},
 	}
 	for _, tt := range tests {
 		resp, data := b.do(t, "POST", "/v1/jobs", b.alice, `{"task": "x", `+secrets+`, "repo": `+tt.repo+`}`)

@@ -45,7 +45,9 @@ func TestScheduleRepoErrors(t *testing.T) {
 		{[]string{"--repo", "https://git.example.com/p.git@-x"}, "starts with '-'"},
 		{[]string{"--repo", "git@git.example.com:p.git"}, "is not a URL"},
 		{[]string{"--repo", "https://git.example.com/p.git", "--repo-secret", "GIT_TOKEN"}, `repo.secret names "GIT_TOKEN", which is not one of the job's secrets`},
-		{[]string{"--repo-secret", "GIT_TOKEN", "--secret", "GIT_TOKEN"}, "--repo-secret needs --repo"},
+		{[]string{"--repo-secret", "GIT_TOKEN", "--secret", "GIT_TOKEN"}, "need --repo"},
+		{[]string{"--repo", "https://git.example.com/p.git", "--repo-push", "main"}, `repo.push.branch must start with "drydock/"`},
+		{[]string{"--repo", "https://git.example.com/p.git", "--repo-author", "A <a@example.com>"}, "--repo-author needs --repo-push"},
 	} {
 		srv, newRun := setupFake(t)
 		r := newRun()
@@ -60,4 +62,21 @@ func TestScheduleRepoErrors(t *testing.T) {
 			t.Errorf("%v: %d jobs created", tt.args, n)
 		}
 	}
+}
+
+func TestScheduleARepositoryPush(t *testing.T) {
+	srv, newRun := setupFake(t)
+	r := newRun()
+	if err := r.exec("schedule", "fix it", "--repo", "https://git.example.com/p.git", "--repo-push", "drydock/fix", "--repo-author", "Ada <ada@example.com>"); err != nil {
+		t.Fatal(err)
+	}
+	j := srv.Job(strings.TrimSpace(r.out.String()))
+	if j == nil || j.Repo == nil || j.Repo.Push == nil || *j.Repo.Push != (drydock.RepoPush{Branch: "drydock/fix", Author: "Ada <ada@example.com>"}) {
+		t.Fatalf("the server got %+v", j)
+	}
+	st := newRun()
+	if err := st.exec("status", j.ID); err != nil {
+		t.Fatal(err)
+	}
+	mustContain(t, "status", st.out.String(), "Repository: https://git.example.com/p.git, pushes to drydock/fix")
 }
