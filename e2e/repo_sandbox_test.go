@@ -22,7 +22,8 @@ import (
 // egress proxy (the job's own list is empty: the repository's host and
 // port are allowed for it), and authenticates with the job's secret. The
 // token then is in none of the job's events, the server's log (at debug
-// level), the archive or its .git/config, and the CLI's output.
+// level), the archive or its .git/config, and the CLI's output. Once the
+// job completes, its changes are pushed to a drydock/ branch.
 func TestJobStartsFromARepositoryInASandbox(t *testing.T) {
 	t.Parallel()
 	host := os.Getenv("DRYDOCK_TEST_DOCKER_HOST")
@@ -46,7 +47,7 @@ func TestJobStartsFromARepositoryInASandbox(t *testing.T) {
 	s.start()
 
 	cmd := exec.Command(binary, "schedule", "Look at the code [fake:steps=1]", "--secret", "GIT_TOKEN",
-		"--repo", git.URL+"@feature/x", "--repo-secret", "GIT_TOKEN")
+		"--repo", git.URL+"@feature/x", "--repo-secret", "GIT_TOKEN", "--repo-push", "drydock/e2e")
 	cmd.Env = append(os.Environ(), "DRYDOCK_URL="+s.url(), "GIT_TOKEN="+token)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -59,6 +60,12 @@ func TestJobStartsFromARepositoryInASandbox(t *testing.T) {
 	j, _ := s.waitTerminal(id, 3*time.Minute)
 	if j.Status != "complete" || j.Repo == nil || j.Repo.Ref != "feature/x" || len(j.Egress) != 0 {
 		t.Fatalf("job: %s %q repo %+v egress %v\n%s", j.Status, j.Error, j.Repo, j.Egress, s.logs)
+	}
+
+	// The fake agent's files were committed on the branch and pushed.
+	out, err := exec.Command("git", "--git-dir", git.Dir, "log", "-1", "--format=%H %P", "refs/heads/drydock/e2e").CombinedOutput()
+	if err != nil || string(out) != j.PushedCommit+" "+git.Commits["feature/x"]+"\n" || j.PushedCommit == "" {
+		t.Errorf("pushed branch: %v %q; the job shows %q", err, out, j.PushedCommit)
 	}
 
 	code, gz := s.do("GET", "/v1/jobs/"+id+"/artifact.tar.gz", "", "")
