@@ -182,7 +182,7 @@ func (r *Runner) sandbox(ctx context.Context, job *drydock.Job, log *slog.Logger
 			Image:     r.cfg.Images[profile],
 			Profile:   profile,
 			Resources: r.cfg.Resources,
-			Egress:    job.Egress,
+			Egress:    sandboxEgress(job),
 			Labels: map[string]string{
 				drydock.LabelManaged: "true",
 				drydock.LabelJob:     job.ID,

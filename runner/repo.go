@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -221,4 +222,19 @@ func (b *limitedBuffer) Write(p []byte) (int, error) {
 		b.buf.Write(p[:min(len(p), room)])
 	}
 	return len(p), nil
+}
+
+// sandboxEgress is what the sandbox must be able to reach: the job's list
+// and its repository's host and port, so that a runtime that cannot give
+// a sandbox any way out (Kubernetes without an egress gateway) refuses a
+// repository job at once instead of failing its clone.
+func sandboxEgress(job *drydock.Job) []string {
+	if job.Repo == nil {
+		return job.Egress
+	}
+	rule, err := job.Repo.EgressRule()
+	if err != nil {
+		return job.Egress
+	}
+	return append(slices.Clone(job.Egress), rule.String())
 }

@@ -377,3 +377,39 @@ func TestPushRefusedOrNothingToPush(t *testing.T) {
 		t.Errorf("a branch was pushed for no change: %s", out)
 	}
 }
+
+// recordingRuntime keeps the specs of the sandboxes it is asked for.
+type recordingRuntime struct {
+	drydock.Runtime
+	mu    sync.Mutex
+	specs []drydock.SandboxSpec
+}
+
+func (r *recordingRuntime) Create(ctx context.Context, spec drydock.SandboxSpec) (*drydock.Sandbox, error) {
+	r.mu.Lock()
+	r.specs = append(r.specs, spec)
+	r.mu.Unlock()
+	return r.Runtime.Create(ctx, spec)
+}
+
+// The runtime is told that a repository job's sandbox needs a way out (to
+// the repository's host and port), so one that has none (Kubernetes
+// without an egress gateway) refuses it with its own message.
+func TestSandboxOfARepositoryJobNeedsEgress(t *testing.T) {
+	t.Parallel()
+	git := gittest.New(t, gittest.Options{})
+	b := setup(t)
+	rec := &recordingRuntime{Runtime: b.runtime}
+	b.deps.Runtime, b.deps.Agent = rec, &repoAgent{}
+	id := b.createRepoJob(t, nil, drydock.RepoSpec{URL: git.URL}, nil)
+	b.start(t, runner.Config{NodeID: "n", PollInterval: 20 * time.Millisecond})
+	if j := waitTerminal(t, b.store, id); j.Status != drydock.StatusComplete {
+		t.Fatalf("job: %s %q", j.Status, j.Error)
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	host := strings.TrimSuffix(strings.TrimPrefix(git.URL, "http://"), "/project.git")
+	if len(rec.specs) != 1 || strings.Join(rec.specs[0].Egress, ",") != host {
+		t.Fatalf("sandbox specs %+v; want egress [%s]", rec.specs, host)
+	}
+}
