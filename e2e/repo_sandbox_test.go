@@ -26,16 +26,25 @@ import (
 // job completes, its changes are pushed to a drydock/ branch.
 func TestJobStartsFromARepositoryInASandbox(t *testing.T) {
 	t.Parallel()
-	host := os.Getenv("DRYDOCK_TEST_DOCKER_HOST")
-	if host == "" {
-		t.Skip("DRYDOCK_TEST_DOCKER_HOST not set: no docker engine to run sandboxes on (make test starts one)")
+	for _, e := range engines() {
+		t.Run(e.name, func(t *testing.T) {
+			t.Parallel()
+			host := os.Getenv(e.env)
+			if host == "" {
+				t.Skipf("%s not set: no %s engine to run sandboxes on (make test starts one)", e.env, e.name)
+			}
+			repoJobInASandbox(t, e.name, host)
+		})
 	}
+}
+
+func repoJobInASandbox(t *testing.T, engine, host string) {
 	img := runtimetest.CurrentImage(t, host)
 	token := "e2e-repo-token-" + fmt.Sprint(os.Getpid()) + "-5d1c"
 	// 127.0.0.2: inside the sandbox only the proxy leads there.
 	git := gittest.New(t, gittest.Options{Addr: "127.0.0.2:0", Token: token})
 
-	node := fmt.Sprintf("e2e-repo-%d", os.Getpid())
+	node := fmt.Sprintf("e2e-repo-%s-%d", engine, os.Getpid())
 	s := newServer(t, "--node-id", node, "--egress-private", "127.0.0.2/32", "--log-level", "debug")
 	t.Cleanup(func() { destroyByServer(t, host, node) })
 	for i, arg := range s.args {
