@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -237,4 +238,18 @@ func sandboxEgress(job *drydock.Job) []string {
 		return job.Egress
 	}
 	return append(slices.Clone(job.Egress), rule.String())
+}
+
+// agentSecrets are the job's secrets that its sandbox's processes get as
+// variables: all but the repository's token, which only git gets, while
+// it clones and pushes. An agent led astray by what it reads in the
+// repository cannot send a token it never sees; a job whose agent should
+// have it too gives the value a second name.
+func agentSecrets(job *drydock.Job) drydock.SecretValues {
+	if job.Repo == nil || job.Repo.Secret == "" {
+		return job.Secrets
+	}
+	env := maps.Clone(job.Secrets)
+	delete(env, job.Repo.Secret)
+	return env
 }

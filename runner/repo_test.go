@@ -30,6 +30,7 @@ type repoAgent struct {
 	mu    sync.Mutex
 	heads []string
 	files [][]string
+	env   string // the sandbox's GIT_TOKEN and OTHER_SECRET, or "none"
 }
 
 func (a *repoAgent) Run(ctx context.Context, run *drydock.AgentRun) (*drydock.AgentOutcome, error) {
@@ -41,9 +42,14 @@ func (a *repoAgent) Run(ctx context.Context, run *drydock.AgentRun) (*drydock.Ag
 		return nil, err
 	}
 	head, files, _ := strings.Cut(out.String(), "\n")
+	var env bytes.Buffer
+	if _, err := c.Exec(ctx, toolbox.ExecRequest{Command: "echo ${GIT_TOKEN:-none} ${OTHER_SECRET:-none}"}, &env, &env); err != nil {
+		return nil, err
+	}
 	a.mu.Lock()
 	a.heads = append(a.heads, head)
 	a.files = append(a.files, strings.Fields(files))
+	a.env = strings.TrimSpace(env.String())
 	a.mu.Unlock()
 	if a.hold.Load() {
 		if err := c.WriteFile(ctx, "work.txt", []byte("the agent's work")); err != nil {
@@ -102,7 +108,8 @@ func TestJobStartsInACloneOfItsRepository(t *testing.T) {
 			var logMu sync.Mutex
 			b.deps.Agent, b.deps.Secrets = ag, box
 			b.deps.Logger = slog.New(slog.NewTextHandler(&lockedWriter{w: &logs, mu: &logMu}, nil))
-			id := b.createRepoJob(t, box, drydock.RepoSpec{URL: git.URL, Ref: tc.ref, Secret: "GIT_TOKEN"}, drydock.SecretValues{"GIT_TOKEN": repoToken})
+			id := b.createRepoJob(t, box, drydock.RepoSpec{URL: git.URL, Ref: tc.ref, Secret: "GIT_TOKEN"},
+				drydock.SecretValues{"GIT_TOKEN": repoToken, "OTHER_SECRET": "other-secret-value"})
 			b.start(t, runner.Config{NodeID: "n", PollInterval: 20 * time.Millisecond})
 			j := waitTerminal(t, b.store, id)
 			if j.Status != drydock.StatusComplete {
@@ -113,6 +120,11 @@ func TestJobStartsInACloneOfItsRepository(t *testing.T) {
 			ag.mu.Unlock()
 			if head != tc.head || files != tc.files {
 				t.Errorf("the agent started at %s with %q; want %s with %q", head, files, tc.head, tc.files)
+			}
+			// Only git gets the repository's token; the job's other
+			// secrets reach the sandbox's processes as before.
+			if ag.env != "none other-secret-value" {
+				t.Errorf("the agent's processes see GIT_TOKEN and OTHER_SECRET as %q; want none and the value", ag.env)
 			}
 			all, archived := b.everything(t, j)
 			if !strings.Contains(all, "The workspace holds a clone of "+git.URL) {

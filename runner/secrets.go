@@ -38,10 +38,11 @@ func (r *Runner) openSecrets(job *drydock.Job) error {
 // the agent's first tool call, for a new, warm or reattached sandbox alike;
 // setting the same variables again changes nothing in the sandbox.
 func (r *Runner) giveSecrets(ctx context.Context, job *drydock.Job, sb *drydock.Sandbox, log *slog.Logger) error {
-	if len(job.Secrets) == 0 {
+	env := agentSecrets(job)
+	if len(env) == 0 {
 		return nil
 	}
-	res, err := r.deps.Toolbox(sb).SetEnv(ctx, job.Secrets)
+	res, err := r.deps.Toolbox(sb).SetEnv(ctx, env)
 	if drydock.ErrorCode(err) == drydock.ENOTFOUND {
 		return drydock.Errorf(drydock.EUNAVAILABLE, "the sandbox's toolboxd is too old to take the job's secrets (it needs toolbox API 4: rebuild the image with drydock image build)")
 	}
