@@ -77,6 +77,9 @@ type JobSpec struct {
 	// (events, errors, the archive). Write-only: a job read back shows
 	// SecretNames only.
 	Secrets SecretValues `json:"secrets,omitempty"`
+	// Repo is the git repository cloned into the workspace before the
+	// agent starts; nil starts from an empty workspace.
+	Repo *RepoSpec `json:"repo,omitempty"`
 }
 
 // Normalize trims the task and fills no defaults: defaults are the server's
@@ -86,6 +89,9 @@ func (s *JobSpec) Normalize() {
 	s.Model = strings.TrimSpace(s.Model)
 	for i, e := range s.Egress {
 		s.Egress[i] = strings.TrimSpace(e)
+	}
+	if s.Repo != nil {
+		s.Repo.Normalize()
 	}
 }
 
@@ -129,6 +135,11 @@ func (s *JobSpec) Validate() error {
 	}
 	if err := s.Secrets.Validate(); err != nil {
 		return err
+	}
+	if s.Repo != nil {
+		if err := s.Repo.Validate(s.Secrets); err != nil {
+			return err
+		}
 	}
 	if len(s.Metadata) > MaxMetadataKeys {
 		return Errorf(EINVALID, "metadata has %d keys; the limit is %d", len(s.Metadata), MaxMetadataKeys)
@@ -186,6 +197,9 @@ type Job struct {
 	// EgressSource says where Egress came from: EgressFromJob or
 	// EgressFromDefault (the server's default, copied at creation).
 	EgressSource string `json:"egress_source,omitempty"`
+	// PushedCommit is the commit a completed job pushed to its
+	// repository's push branch.
+	PushedCommit string `json:"pushed_commit,omitempty"`
 
 	JobSpec
 
@@ -247,4 +261,6 @@ type JobResult struct {
 	Summary      string
 	ArtifactKey  string
 	ArtifactSize int64
+	// PushedCommit is set when the job pushed its changes (RepoPush).
+	PushedCommit string
 }

@@ -172,7 +172,7 @@ func duplicateKey(data []byte) (key, where string, found bool) {
 			}
 			k, _ := tok.(string)
 			seen := k
-			if n == 1 {
+			if n == 1 || structObjects[f.path] {
 				seen = strings.ToLower(k)
 			}
 			if f.keys[seen] {

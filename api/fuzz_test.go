@@ -17,6 +17,9 @@ func FuzzCreateJob(f *testing.F) {
 		`{"task": "x"}`, `{"prompt": "y", "timeout": 90}`, `{"task": "x", "timeout": "1h"}`,
 		`{"task": "x", "metadata": {"a": "b"}}`, `{"task": "x", "profile": "desktop", "max_steps": 3}`,
 		`{"task": ""}`, `{"task": 1}`, `[]`, `null`, `{"task": "x"}{}`, `{"task": "\u0000"}`, `{"task": "\xff"}`,
+		`{"task": "x", "repo": {"url": "https://git.example.com/p.git", "ref": "main"}}`,
+		`{"task": "x", "repo": {"url": "http://127.0.0.2:8080/p.git", "ref": "0123456789abcdef0123456789abcdef01234567"}}`,
+		`{"task": "x", "repo": {"url": "https://u:p@git.example.com/p.git"}}`, `{"task": "x", "repo": {"url": "https://h/p", "URL": "x"}}`,
 		`{"task": "x", "timeout": -1}`, `{"task": "x", "timeout": 1e308}`, `{"metadata": {"": ""}, "task": "x"}`,
 	} {
 		f.Add(seed)

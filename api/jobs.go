@@ -25,10 +25,11 @@ type createRequest struct {
 	Egress   []string          `json:"egress"`
 	// Secrets are write-only: no answer, event or log line shows a value.
 	Secrets drydock.SecretValues `json:"secrets"`
+	Repo    *drydock.RepoSpec    `json:"repo"`
 }
 
 var createBody = bodyHelp{
-	fields:  "task (or prompt), model, max_steps, timeout, profile, metadata, context_budget, egress, secrets",
+	fields:  "task (or prompt), model, max_steps, timeout, profile, metadata, context_budget, egress, secrets, repo",
 	example: `{"task": "..."}`,
 }
 
@@ -56,6 +57,9 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 		}
 	} else {
 		spec, err = s.readSpec(w, r)
+	}
+	if err == nil && in != nil && spec.Repo != nil {
+		err = drydock.Errorf(drydock.EINVALID, `give the job either "repo" or an uploaded workspace, not both: both would fill /workspace`)
 	}
 	if err != nil {
 		s.writeError(w, r, err)
@@ -134,7 +138,7 @@ func (s *Server) readSpec(w http.ResponseWriter, r *http.Request) (drydock.JobSp
 // spec checks a decoded creation request and returns its job spec.
 func (req *createRequest) spec() (drydock.JobSpec, error) {
 	spec := drydock.JobSpec{Model: req.Model, MaxSteps: req.MaxSteps, Timeout: req.Timeout, Profile: req.Profile, Metadata: req.Metadata,
-		ContextBudget: req.Budget, Egress: req.Egress, Secrets: req.Secrets}
+		ContextBudget: req.Budget, Egress: req.Egress, Secrets: req.Secrets, Repo: req.Repo}
 	switch {
 	case req.Task != nil && req.Prompt != nil && strings.TrimSpace(*req.Task) != strings.TrimSpace(*req.Prompt):
 		return spec, drydock.Errorf(drydock.EINVALID, `give either "task" or its synonym "prompt", not two different texts`)

@@ -67,6 +67,9 @@ func (r *Runner) execute(ctx context.Context, cancel context.CancelCauseFunc, jo
 	if runErr == nil {
 		runErr = r.seedWorkspace(ctx, job, sb, reattach, emit, log)
 	}
+	if runErr == nil {
+		runErr = r.seedRepo(ctx, job, sb, emit, reattach, log)
+	}
 	if runErr == nil && reattach {
 		r.recoverShells(ctx, sb, emit, log)
 	}
@@ -116,6 +119,9 @@ func (r *Runner) execute(ctx context.Context, cancel context.CancelCauseFunc, jo
 		}
 	}
 
+	if result.Status == drydock.StatusComplete {
+		r.pushRepo(ctx, job, sb, emit, &result, log)
+	}
 	// Archive and tear down on a fresh context: the job's own may be over.
 	endCtx, endDone := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.ArchiveTimeout)
 	defer endDone()
@@ -191,7 +197,7 @@ func (r *Runner) sandbox(ctx context.Context, job *drydock.Job, log *slog.Logger
 			Image:     r.cfg.Images[profile],
 			Profile:   profile,
 			Resources: r.cfg.Resources,
-			Egress:    job.Egress,
+			Egress:    sandboxEgress(job),
 			Labels: map[string]string{
 				drydock.LabelManaged: "true",
 				drydock.LabelJob:     job.ID,

@@ -45,7 +45,8 @@ func (r *Runner) giveSecrets(ctx context.Context, job *drydock.Job, sb *drydock.
 	if env == nil {
 		env = map[string]string{}
 	}
-	maps.Copy(env, job.Secrets)
+	// The repository's token is not among them (agentSecrets).
+	maps.Copy(env, agentSecrets(job))
 	if len(env) == 0 {
 		return nil
 	}

@@ -93,7 +93,8 @@ func newEgressWiring(opts EgressOptions, policy drydock.EgressPolicy, st drydock
 			if job.Status.Terminal() {
 				return nil, nil
 			}
-			return drydock.ParseEgress(job.Egress)
+			// The job's list plus its repository's host and port.
+			return job.EgressRules()
 		},
 		OnDeny:  rep.Deny,
 		Private: private,

@@ -25,6 +25,7 @@ type ScheduleCmd struct {
 	Egress     []string          `placeholder:"HOST[:PORT]" xor:"egress" help:"A destination the sandbox may reach, e.g. registry.example.com:443 or *.github.com:443; repeatable. Default: the server's --egress-default (often none). Change it while the job runs with drydock egress."`
 	NoEgress   bool              `name:"no-egress" xor:"egress" help:"The sandbox may reach nothing on the network, whatever the server's --egress-default."`
 	Secrets    SecretFlags       `embed:""`
+	Repo       RepoFlags         `embed:""`
 	Follow     bool              `short:"f" xor:"mode" help:"Show progress live until the job ends; exit 1 if it fails or is cancelled. Ctrl-C stops following, not the job."`
 	Wait       bool              `xor:"mode" help:"Wait silently until the job ends and print its final status; exit 1 if it fails or is cancelled."`
 	JSON       bool              `name:"json" help:"Print JSON (with --follow: one line per event, between the job as scheduled and as finished)."`
@@ -61,6 +62,9 @@ func (c *ScheduleCmd) spec(g *Globals) (drydock.JobSpec, error) {
 		return s, err
 	}
 	s.Secrets = secrets
+	if s.Repo, err = c.Repo.spec(); err != nil {
+		return s, err
+	}
 	s.Normalize()
 	// The server checks too; checking here saves a round trip and gives the
 	// same message.

@@ -58,6 +58,8 @@ func printStatus(w io.Writer, j *drydock.Job, color bool, now time.Time) error {
 	row("Task", truncate(firstLine(j.Task), 100))
 	row("Model", j.Model)
 	row("Profile", string(j.Profile))
+	row("Repository", repoLine(j.Repo))
+	row("Pushed", j.PushedCommit)
 	row("Created", when(&j.CreatedAt))
 	row("Started", when(j.StartedAt))
 	row("Finished", when(j.FinishedAt))

@@ -27,7 +27,8 @@ const jobColumns = `id, owner_id, status, created_at, started_at, finished_at, e
 	steps, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd,
 	sandbox_id, artifact_key, artifact_size, cancel_requested, lease_owner, lease_expires_at, attempts,
 	secret_names, secrets_sealed,
-	input_key, input_size, egress_source`
+	input_key, input_size, egress_source,
+	repo, pushed_commit`
 
 // listColumns is jobColumns without the sealed secrets, which only the
 // worker that runs a job needs (up to 128 KiB a job).
@@ -40,6 +41,7 @@ func scanJob(row pgx.Row) (*drydock.Job, error) {
 		leaseExpires      *time.Time
 		metadata, egress  []byte
 		secretNames       []byte
+		repo              []byte
 		timeoutMS         int64
 		status, profile   string
 	)
@@ -48,7 +50,8 @@ func scanJob(row pgx.Row) (*drydock.Job, error) {
 		&j.Steps, &j.Usage.InputTokens, &j.Usage.OutputTokens, &j.Usage.CacheReadTokens, &j.Usage.CacheWriteTokens, &j.Usage.CostUSD,
 		&j.SandboxID, &j.ArtifactKey, &j.ArtifactSize, &j.CancelRequested, &j.LeaseOwner, &leaseExpires, &j.Attempts,
 		&secretNames, &j.SealedSecrets,
-		&j.InputKey, &j.InputSize, &j.EgressSource)
+		&j.InputKey, &j.InputSize, &j.EgressSource,
+		&repo, &j.PushedCommit)
 	if err != nil {
 		return nil, err
 	}
@@ -69,6 +72,11 @@ func scanJob(row pgx.Row) (*drydock.Job, error) {
 	if egress != nil {
 		if err := json.Unmarshal(egress, &j.Egress); err != nil {
 			return nil, fmt.Errorf("stored egress of job %s: %w", j.ID, err)
+		}
+	}
+	if repo != nil {
+		if err := json.Unmarshal(repo, &j.Repo); err != nil {
+			return nil, fmt.Errorf("stored repo of job %s: %w", j.ID, err)
 		}
 	}
 	if secretNames != nil {
@@ -109,6 +117,7 @@ type jobInsert struct {
 	metadata    *string
 	egress      *string
 	secretNames *string
+	repo        *string
 }
 
 func newJobInsert(job *drydock.Job) (*jobInsert, error) {
@@ -134,6 +143,9 @@ func newJobInsert(job *drydock.Job) (*jobInsert, error) {
 	if ins.secretNames, err = listJSON("secret names", job.SecretNames); err != nil {
 		return nil, fmt.Errorf("create job %s: %w", job.ID, err)
 	}
+	if ins.repo, err = repoJSON(job.Repo); err != nil {
+		return nil, fmt.Errorf("create job %s: %w", job.ID, err)
+	}
 	return ins, nil
 }
 
@@ -150,8 +162,10 @@ func (ins *jobInsert) run(ctx context.Context, q queryRower) error {
 	err := q.QueryRow(ctx, `WITH j AS (
 			INSERT INTO jobs (id, owner_id, status, created_at, task, model, max_steps, timeout_ms, profile, metadata, context_budget, egress,
 				secret_names, secrets_sealed,
-				input_key, input_size, last_seq, egress_source)
-			VALUES ($1, $2, 'pending', COALESCE($3, now()), $4, $5, $6, $7, $8, $9, $11, $12, $13, $14, $15, $16, 1, $17)
+				input_key, input_size, last_seq, egress_source,
+				repo)
+			VALUES ($1, $2, 'pending', COALESCE($3, now()), $4, $5, $6, $7, $8, $9, $11, $12, $13, $14, $15, $16, 1, $17,
+				$18)
 			RETURNING id, created_at)
 		INSERT INTO events (job_id, seq, type, time, data)
 		SELECT id, 1, 'status', created_at, $10 FROM j
@@ -159,7 +173,8 @@ func (ins *jobInsert) run(ctx context.Context, q queryRower) error {
 		job.ID, job.OwnerID, dbTime(job.CreatedAt), job.Task, job.Model, job.MaxSteps,
 		time.Duration(job.Timeout).Milliseconds(), string(job.Profile), ins.metadata, pendingEvent, job.ContextBudget, ins.egress,
 		ins.secretNames, job.SealedSecrets,
-		job.InputKey, job.InputSize, job.EgressSource).Scan(&created)
+		job.InputKey, job.InputSize, job.EgressSource,
+		ins.repo).Scan(&created)
 	switch {
 	case isUnique(err):
 		return drydock.Errorf(drydock.ECONFLICT, "job %s already exists", job.ID)
@@ -317,6 +332,20 @@ func listJSON(what string, list []string) (*string, error) {
 	b, err := json.Marshal(list)
 	if err != nil {
 		return nil, fmt.Errorf("encode %s: %w", what, err)
+	}
+	e := string(b)
+	return &e, nil
+}
+
+// repoJSON encodes a job's repository as its column value: NULL when the
+// job starts empty. It holds the secret's name only.
+func repoJSON(r *drydock.RepoSpec) (*string, error) {
+	if r == nil {
+		return nil, nil
+	}
+	b, err := json.Marshal(r)
+	if err != nil {
+		return nil, fmt.Errorf("encode repo: %w", err)
 	}
 	e := string(b)
 	return &e, nil

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -145,8 +146,16 @@ func TestOpenTwiceMigratesOnce(t *testing.T) {
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no migration files found: %v", err)
 	}
-	if applied != len(files) || max != len(files) {
-		t.Fatalf("goose_db_version holds %d applied migrations up to %d; want each of the %d files once", applied, max, len(files))
+	// Versions are the files' numbers, which need not be contiguous while
+	// branches that each add one are merged.
+	highest := 0
+	for _, f := range files {
+		if n, err := strconv.Atoi(strings.SplitN(filepath.Base(f), "_", 2)[0]); err == nil && n > highest {
+			highest = n
+		}
+	}
+	if applied != len(files) || max != highest {
+		t.Fatalf("goose_db_version holds %d applied migrations up to %d; want each of the %d files once, up to %d", applied, max, len(files), highest)
 	}
 }
 

@@ -25,7 +25,8 @@ const jobColumns = `id, owner_id, status, created_at, started_at, finished_at, e
 	steps, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd,
 	sandbox_id, artifact_key, artifact_size, cancel_requested, lease_owner, lease_expires_at, attempts,
 	secret_names, secrets_sealed,
-	input_key, input_size, egress_source`
+	input_key, input_size, egress_source,
+	repo, pushed_commit`
 
 // listColumns is jobColumns without the sealed secrets, which only the
 // worker that runs a job needs (up to 128 KiB a job).
@@ -41,6 +42,7 @@ func scanJob(row scanner) (*drydock.Job, error) {
 		leaseExpires      sql.NullString
 		metadata, egress  sql.NullString
 		secretNames       sql.NullString
+		repo              sql.NullString
 		timeoutMS         int64
 		status, profile   string
 	)
@@ -49,7 +51,8 @@ func scanJob(row scanner) (*drydock.Job, error) {
 		&j.Steps, &j.Usage.InputTokens, &j.Usage.OutputTokens, &j.Usage.CacheReadTokens, &j.Usage.CacheWriteTokens, &j.Usage.CostUSD,
 		&j.SandboxID, &j.ArtifactKey, &j.ArtifactSize, &j.CancelRequested, &j.LeaseOwner, &leaseExpires, &j.Attempts,
 		&secretNames, &j.SealedSecrets,
-		&j.InputKey, &j.InputSize, &j.EgressSource)
+		&j.InputKey, &j.InputSize, &j.EgressSource,
+		&repo, &j.PushedCommit)
 	if err != nil {
 		return nil, err
 	}
@@ -78,6 +81,11 @@ func scanJob(row scanner) (*drydock.Job, error) {
 	if egress.Valid {
 		if err := json.Unmarshal([]byte(egress.String), &j.Egress); err != nil {
 			return nil, fmt.Errorf("stored egress of job %s: %w", j.ID, err)
+		}
+	}
+	if repo.Valid {
+		if err := json.Unmarshal([]byte(repo.String), &j.Repo); err != nil {
+			return nil, fmt.Errorf("stored repo of job %s: %w", j.ID, err)
 		}
 	}
 	if secretNames.Valid {
@@ -111,6 +119,7 @@ type jobInsert struct {
 	metadata    any
 	egress      any
 	secretNames any
+	repo        *string
 }
 
 func newJobInsert(job *drydock.Job) (*jobInsert, error) {
@@ -139,6 +148,9 @@ func newJobInsert(job *drydock.Job) (*jobInsert, error) {
 	if ins.secretNames, err = listJSON("secret names", job.SecretNames); err != nil {
 		return nil, fmt.Errorf("create job %s: %w", job.ID, err)
 	}
+	if ins.repo, err = repoJSON(job.Repo); err != nil {
+		return nil, fmt.Errorf("create job %s: %w", job.ID, err)
+	}
 	return ins, nil
 }
 
@@ -150,12 +162,15 @@ func (ins *jobInsert) run(ctx context.Context, tx *wtx) error {
 	_, err := tx.ExecContext(ctx, `INSERT INTO jobs
 		(id, owner_id, status, created_at, task, model, max_steps, timeout_ms, profile, metadata, context_budget, egress,
 		 secret_names, secrets_sealed,
-		 input_key, input_size, last_seq, egress_source)
-		VALUES (?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?)`,
+		 input_key, input_size, last_seq, egress_source,
+		 repo)
+		VALUES (?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?,
+		 ?)`,
 		job.ID, job.OwnerID, createdText, job.Task, job.Model, job.MaxSteps,
 		time.Duration(job.Timeout).Milliseconds(), string(job.Profile), ins.metadata, job.ContextBudget, ins.egress,
 		ins.secretNames, job.SealedSecrets,
-		job.InputKey, job.InputSize, job.EgressSource)
+		job.InputKey, job.InputSize, job.EgressSource,
+		ins.repo)
 	if isConstraint(err) {
 		return drydock.Errorf(drydock.ECONFLICT, "job %s already exists", job.ID)
 	}
@@ -307,6 +322,20 @@ func listJSON(what string, list []string) (*string, error) {
 	b, err := json.Marshal(list)
 	if err != nil {
 		return nil, fmt.Errorf("encode %s: %w", what, err)
+	}
+	e := string(b)
+	return &e, nil
+}
+
+// repoJSON encodes a job's repository as its column value: NULL when the
+// job starts empty. It holds the secret's name only.
+func repoJSON(r *drydock.RepoSpec) (*string, error) {
+	if r == nil {
+		return nil, nil
+	}
+	b, err := json.Marshal(r)
+	if err != nil {
+		return nil, fmt.Errorf("encode repo: %w", err)
 	}
 	e := string(b)
 	return &e, nil

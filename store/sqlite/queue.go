@@ -199,10 +199,12 @@ func (s *Store) FinishJob(ctx context.Context, id, owner string, r drydock.JobRe
 		err := tx.QueryRowContext(ctx, `UPDATE jobs SET status = ?, error = ?, summary = ?, finished_at = ?,
 				artifact_key = CASE WHEN ? = '' THEN artifact_key ELSE ? END,
 				artifact_size = CASE WHEN ? = '' THEN artifact_size ELSE ? END,
-				lease_owner = '', lease_expires_at = NULL, last_seq = last_seq + 1, secrets_sealed = NULL
+				lease_owner = '', lease_expires_at = NULL, last_seq = last_seq + 1, secrets_sealed = NULL,
+				pushed_commit = ?
 			WHERE id = ? AND `+leaseHeld+` RETURNING last_seq`,
 			string(r.Status), r.Error, r.Summary, t,
 			r.ArtifactKey, r.ArtifactKey, r.ArtifactKey, r.ArtifactSize,
+			r.PushedCommit,
 			id, owner).Scan(&seq)
 		if errors.Is(err, sql.ErrNoRows) {
 			return leaseLost(ctx, tx, id, owner)

@@ -51,6 +51,7 @@ func Run(t *testing.T, newStore func(t *testing.T) drydock.Store, opts ...Option
 		{"Secrets", s.secretTests()},
 		{"Idempotency", s.idempotencyTests()},
 		{"Durability", s.durabilityTests()},
+		{"Repo", s.repoTests()},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

@@ -59,6 +59,8 @@ export function jobPage(root, id, navigate) {
         fact('Job', h('code', {}, j.job_id)),
         fact('Profile', j.profile),
         fact('Model', j.model || 'default'),
+        j.repo && fact('Repository', h('code', { id: 'repo' }, j.repo.url + (j.repo.ref ? `@${j.repo.ref}` : ''))),
+        j.pushed_commit && fact('Pushed', h('code', { id: 'pushed' }, `${j.repo?.push?.branch ?? ''} @ ${j.pushed_commit.slice(0, 12)}`)),
         fact('Age', age(j.created_at), { title: new Date(j.created_at).toLocaleString() }),
         fact('Ran', j.started_at ? duration(j.started_at, j.finished_at) : '—'),
         fact('Steps', String(j.steps), { id: 'steps' }),
