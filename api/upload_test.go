@@ -244,6 +244,7 @@ func TestUploadRefusals(t *testing.T) {
 		{name: "spec duplicate key", parts: []part{{"spec", "", `{"task":"x","Task":"y"}`}, {"workspace", "p.tar", tarOf(t, file("a", "x"))}}, status: 400, errSubstr: `part "spec": duplicate key`},
 		{name: "spec blank task", parts: []part{{"spec", "", `{"task":" "}`}, {"workspace", "p.tar", tarOf(t, file("a", "x"))}}, status: 400, errSubstr: "task is required"},
 		{name: "unknown part", parts: []part{{"spec", "", spec}, {"files", "p.tar", tarOf(t, file("a", "x"))}}, status: 400, errSubstr: `unknown part "files"`},
+		{name: "repo and upload", parts: []part{{"spec", "", `{"task":"x","repo":{"url":"https://git.example.com/a/b.git"}}`}, {"workspace", "p.tar", tarOf(t, file("a", "x"))}}, status: 400, errSubstr: `either "repo" or an uploaded workspace`},
 		{name: "two archives", parts: []part{{"spec", "", spec}, {"workspace", "a.tar", tarOf(t, file("a", "x"))}, {"workspace", "b.tar", tarOf(t, file("b", "x"))}}, status: 400, errSubstr: "appears twice"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
