@@ -268,7 +268,7 @@ func (p *project) desktopSteps(cd string) []step {
 	// toolboxd's display for images whose shells do not.
 	show := "export DISPLAY=\"${DISPLAY:-:1}\" && "
 	term := fmt.Sprintf(`nohup xterm -title %s -geometry 110x34+20+20 -hold -e bash -c %s >/dev/null 2>&1 & echo "opened a terminal on the desktop (pid $!)"`,
-		shellQuote(p.Name), shellQuote("cat README.md; echo; echo '$ "+p.testCommand()+"'; "+p.testCommand()))
+		shellQuote(p.Name), shellQuote("head -n 5 README.md; echo; find . -type f -not -path '*/__pycache__/*' | sort; echo; echo '$ "+p.testCommand()+"'; "+p.testCommand()))
 	cmd, say := cd+show+term, "I will open the project in a terminal on the desktop, so that it can be seen."
 	if p.Kind == kindPyGUI {
 		cmd = cd + show + `if python3 -c 'import tkinter' 2>/dev/null; then nohup python3 app.py >app.log 2>&1 & echo "started the app (pid $!)"; else echo "tkinter is not installed here; showing a terminal instead"; ` + term + "; fi"
