@@ -105,6 +105,7 @@ stop_dockerd() {
 		ids=$(curl -sf --max-time 10 --unix-socket "${host#unix://}" -G http://docker/containers/json \
 			--data-urlencode all=1 --data-urlencode 'filters={"label":["drydock.managed=true"]}' |
 			grep -o '"Id":"[0-9a-f]*"' | cut -d'"' -f4) || true
+		[ -z "$ids" ] || log "removing Drydock's sandboxes on $host (a server still running loses their jobs)"
 		for id in $ids; do
 			log "removing sandbox container ${id:0:12}"
 			curl -sf --max-time 30 --unix-socket "${host#unix://}" -X DELETE "http://docker/containers/$id?force=1&v=1" >/dev/null ||
