@@ -1,12 +1,13 @@
 # Drydock: two commands on a fresh Debian 12 machine (as root):
 #   make run    install what is missing, build, build the sandbox image, start the server on 127.0.0.1:8080
+#   make stop   stop the dockerd that make run started, if it started one (never another engine)
 #   make test   install and start the test dependencies, run every test, stop them again
 SHELL := /bin/bash
 GO ?= $(shell command -v go || echo /usr/local/go/bin/go)
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 
-.PHONY: all build run test test-short bench fuzz lint image clean
+.PHONY: all build run stop test test-short bench fuzz lint image clean
 
 all: build
 
@@ -25,6 +26,11 @@ FORCE:
 
 run: build
 	./scripts/run.sh $(ARGS)
+
+# Stops what make run leaves running: its own dockerd and that engine's
+# Drydock sandboxes. An engine make run did not start is left alone.
+stop:
+	@. scripts/lib.sh && stop_dockerd
 
 image: build
 	./bin/drydock image build --profile headless

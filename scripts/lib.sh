@@ -31,3 +31,97 @@ ensure_go() {
 		fi
 	fi
 }
+
+# The dockerd that make run starts when no engine answers: its pidfile and the
+# host it serves live here, so that make stop finds it (and only it).
+DRYDOCK_RUN_DIR="${DRYDOCK_RUN_DIR:-/run/drydock}"
+DOCKERD_PIDFILE="$DRYDOCK_RUN_DIR/dockerd.pid"
+DOCKERD_HOSTFILE="$DRYDOCK_RUN_DIR/dockerd.host"
+DOCKERD_LOG="${DOCKERD_LOG:-/var/log/drydock-dockerd.log}"
+
+# engine_answers HOST: the Docker API on unix socket HOST answers a ping.
+engine_answers() {
+	case "$1" in
+	tcp://*) curl -sf --max-time 2 "http://${1#tcp://}/_ping" >/dev/null 2>&1 ;;
+	*) curl -sf --max-time 2 --unix-socket "${1#unix://}" http://docker/_ping >/dev/null 2>&1 ;;
+	esac
+}
+
+# running PID: the process exists and has not exited (a zombie whose parent
+# has not reaped it yet has).
+running() {
+	[ -e "/proc/$1" ] && ! grep -q '^State:[[:space:]]*Z' "/proc/$1/status" 2>/dev/null
+}
+
+# our_dockerd: prints the pid of the dockerd start_dockerd started, if it
+# still runs. The name check keeps a pid reused by another process safe.
+our_dockerd() {
+	local pid
+	[ -f "$DOCKERD_PIDFILE" ] || return 1
+	pid=$(cat "$DOCKERD_PIDFILE" 2>/dev/null) || return 1
+	case "$pid" in '' | *[!0-9]*) return 1 ;; esac
+	[ "$(cat "/proc/$pid/comm" 2>/dev/null)" = dockerd ] && running "$pid" || return 1
+	echo "$pid"
+}
+
+# start_dockerd HOST: starts a dockerd of our own serving unix socket HOST,
+# with --live-restore (an engine restart, a package upgrade included, then
+# keeps running jobs) and a pidfile for stop_dockerd, and waits until it
+# answers. DOCKERD names the binary (tests give a fake).
+start_dockerd() {
+	local host=$1 pid
+	mkdir -p "$DRYDOCK_RUN_DIR" "$(dirname "$DOCKERD_LOG")"
+	# dockerd refuses to start over a pidfile whose pid is alive.
+	our_dockerd >/dev/null || rm -f "$DOCKERD_PIDFILE"
+	log "starting dockerd --live-restore on $host (log: $DOCKERD_LOG)"
+	nohup "${DOCKERD:-dockerd}" --host "$host" --live-restore --pidfile "$DOCKERD_PIDFILE" \
+		>"$DOCKERD_LOG" 2>&1 </dev/null &
+	echo "$host" >"$DOCKERD_HOSTFILE"
+	for _ in $(seq 120); do
+		if engine_answers "$host"; then
+			pid=$(our_dockerd) || pid="?"
+			log "dockerd (pid $pid) keeps running after the server stops; stop it with: make stop"
+			return 0
+		fi
+		sleep 0.5
+	done
+	echo "dockerd did not answer on $host within 60 s; last lines of $DOCKERD_LOG:" >&2
+	tail -n 20 "$DOCKERD_LOG" >&2
+	return 1
+}
+
+# stop_dockerd: stops the dockerd start_dockerd started, never another
+# engine. --live-restore keeps containers running without their daemon, so
+# Drydock's sandboxes are removed first (stop the server before this).
+stop_dockerd() {
+	local pid host ids id
+	if ! pid=$(our_dockerd); then
+		rm -f "$DOCKERD_PIDFILE" "$DOCKERD_HOSTFILE"
+		log "no dockerd started by make run is running (an engine make run did not start is left alone)"
+		return 0
+	fi
+	host=$(cat "$DOCKERD_HOSTFILE" 2>/dev/null || echo unix:///var/run/docker.sock)
+	if engine_answers "$host"; then
+		ids=$(curl -sf --max-time 10 --unix-socket "${host#unix://}" -G http://docker/containers/json \
+			--data-urlencode all=1 --data-urlencode 'filters={"label":["drydock.managed=true"]}' |
+			grep -o '"Id":"[0-9a-f]*"' | cut -d'"' -f4) || true
+		[ -z "$ids" ] || log "removing Drydock's sandboxes on $host (a server still running loses their jobs)"
+		for id in $ids; do
+			log "removing sandbox container ${id:0:12}"
+			curl -sf --max-time 30 --unix-socket "${host#unix://}" -X DELETE "http://docker/containers/$id?force=1&v=1" >/dev/null ||
+				echo "could not remove container $id" >&2
+		done
+	fi
+	log "stopping dockerd (pid $pid)"
+	kill -TERM "$pid"
+	for _ in $(seq 60); do
+		running "$pid" || break
+		sleep 0.5
+	done
+	if running "$pid"; then
+		echo "dockerd (pid $pid) still runs after 30 s; sending SIGKILL" >&2
+		kill -KILL "$pid" 2>/dev/null || true
+	fi
+	rm -f "$DOCKERD_PIDFILE" "$DOCKERD_HOSTFILE"
+	log "dockerd stopped"
+}

@@ -8,22 +8,29 @@ ensure_go
 
 apt_install ca-certificates curl docker.io mmdebstrap uidmap
 
-# Use the engine that answers; start a dockerd of our own when none does
-# (a fresh machine without systemd, or a stopped service).
+# Use the engine that answers; start one when none does (a fresh machine
+# without systemd, or a stopped service). An engine that answers, or one
+# named by DOCKER_HOST, is never touched.
 SOCK="${DOCKER_HOST:-unix:///var/run/docker.sock}"
-if ! curl -sf --max-time 2 --unix-socket "${SOCK#unix://}" http://docker/_ping >/dev/null 2>&1; then
-	if command -v systemctl >/dev/null 2>&1 && systemctl start docker 2>/dev/null; then
-		log "started the docker service"
-	else
-		log "starting dockerd (log: /var/log/drydock-dockerd.log)"
-		nohup dockerd >/var/log/drydock-dockerd.log 2>&1 </dev/null &
+if ! engine_answers "$SOCK"; then
+	if [ -n "${DOCKER_HOST:-}" ]; then
+		echo "DOCKER_HOST=$DOCKER_HOST does not answer; start that engine, or unset DOCKER_HOST to let make run start one" >&2
+		exit 1
 	fi
-	for _ in $(seq 60); do
-		curl -sf --max-time 2 --unix-socket "${SOCK#unix://}" http://docker/_ping >/dev/null 2>&1 && break
-		sleep 0.5
-	done
+	if command -v systemctl >/dev/null 2>&1 && systemctl start docker 2>/dev/null; then
+		log "started the docker service (stop it with: systemctl stop docker)"
+		for _ in $(seq 60); do
+			engine_answers "$SOCK" && break
+			sleep 0.5
+		done
+	else
+		start_dockerd "$SOCK"
+	fi
 fi
 export DOCKER_HOST="$SOCK"
+if curl -sf --max-time 5 --unix-socket "${SOCK#unix://}" http://docker/info 2>/dev/null | grep -q '"LiveRestoreEnabled":false'; then
+	log "this engine runs without live-restore: restarting it ends running jobs. Add {\"live-restore\": true} to /etc/docker/daemon.json and reload it (systemctl reload docker)"
+fi
 
 log "building the sandbox images (first time: several minutes; then cached)"
 ./bin/drydock image build --profile headless
@@ -36,4 +43,12 @@ log "building the sandbox images (first time: several minutes; then cached)"
 mapfile -t sandbox_net < <(scripts/sandboxnet.sh)
 
 log "starting drydock server on http://127.0.0.1:8080 (Ctrl-C stops it)"
-exec ./bin/drydock server --listen 127.0.0.1:8080 --runtime docker ${sandbox_net[@]+"${sandbox_net[@]}"} "$@"
+if ! our_dockerd >/dev/null; then
+	exec ./bin/drydock server --listen 127.0.0.1:8080 --runtime docker ${sandbox_net[@]+"${sandbox_net[@]}"} "$@"
+fi
+# Ctrl-C reaches the server, which shuts down; the reminder follows it.
+trap : INT TERM
+rc=0
+./bin/drydock server --listen 127.0.0.1:8080 --runtime docker ${sandbox_net[@]+"${sandbox_net[@]}"} "$@" || rc=$?
+log "the dockerd make run started (pid $(our_dockerd || echo '?')) still runs, with its sandboxes; stop it with: make stop"
+exit "$rc"

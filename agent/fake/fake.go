@@ -10,12 +10,19 @@ import (
 	"time"
 
 	"github.com/drydockhq/drydock"
+	"github.com/drydockhq/drydock/agent/tools"
+	"github.com/drydockhq/drydock/toolbox"
 )
 
-// Workspace is the part of the toolbox client the fake agent uses.
+// Workspace is the part of the toolbox client the fake agent uses: the
+// tools' (the demo runs the LLM agent's own tools) and the sandbox's info.
+// *toolbox.Client implements it.
 type Workspace interface {
-	WriteFile(ctx context.Context, path string, data []byte) error
+	tools.Box
+	Info(ctx context.Context) (*toolbox.Info, error)
 }
+
+var _ Workspace = (*toolbox.Client)(nil)
 
 // Agent is the scripted agent.
 type Agent struct {
@@ -26,6 +33,8 @@ type Agent struct {
 var _ drydock.Agent = (*Agent)(nil)
 
 type script struct {
+	// notes: [fake:steps=N] asks for N notes instead of the demo.
+	notes bool
 	steps int
 	delay time.Duration
 	fail  string
@@ -43,7 +52,7 @@ func parse(task string) (script, error) {
 			if err != nil || n < 0 || n > 10000 {
 				return s, drydock.Errorf(drydock.EINVALID, "fake agent: steps must be 0..10000, got %q", m[2])
 			}
-			s.steps = n
+			s.steps, s.notes = n, true
 		case "delay":
 			d, err := time.ParseDuration(m[2])
 			if err != nil || d < 0 {
@@ -64,20 +73,30 @@ func parse(task string) (script, error) {
 	return s, nil
 }
 
-// Run performs the scripted steps, skipping those the event log shows as
-// done, so a recovered job continues where it stopped.
+// Run performs the demo, or the notes that [fake:steps=N] asks for,
+// skipping the steps the event log shows as done, so a recovered job
+// continues where it stopped.
 func (a *Agent) Run(ctx context.Context, run *drydock.AgentRun) (*drydock.AgentOutcome, error) {
 	sc, err := parse(run.Job.Task)
 	if err != nil {
 		return nil, err
 	}
-	ws := a.Dial(run.Sandbox)
 	done := 0
 	for _, e := range run.History {
 		if e.Type == drydock.EventObservation {
 			done++
 		}
 	}
+	if !sc.notes {
+		return a.demo(ctx, run, sc, done)
+	}
+	return a.writeNotes(ctx, run, sc, done)
+}
+
+// writeNotes writes one note per step: what tests across the repository
+// rely on (the files, the events, the summary's wording).
+func (a *Agent) writeNotes(ctx context.Context, run *drydock.AgentRun, sc script, done int) (*drydock.AgentOutcome, error) {
+	ws := a.Dial(run.Sandbox)
 	usage := run.Job.Usage
 	for step := done + 1; step <= sc.steps; step++ {
 		if err := sleep(ctx, sc.delay); err != nil {
