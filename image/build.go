@@ -74,6 +74,10 @@ type Options struct {
 	CacheDir string
 	// Mirrors overrides the apt sources lines mmdebstrap uses.
 	Mirrors []string
+	// NPMRegistry is the npm registry Node.js, npm and TypeScript are
+	// fetched from (packages/npm.txt pins them by integrity); empty means
+	// the host's `npm config get registry`.
+	NPMRegistry string
 	// Progress receives one line per step; nil discards.
 	Progress io.Writer
 }
@@ -94,8 +98,15 @@ func Changes(p drydock.Profile) []string {
 	return []string{
 		fmt.Sprintf("USER %d:%d", UID, UID),
 		"WORKDIR " + Workspace,
-		"ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+		"ENV PATH=" + Home + "/.local/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
 		"ENV HOME=" + Home,
+		// The root is read-only: npm's global installs and cache go to the
+		// home (tmpfs), whose bin is on PATH. node-gyp takes the headers
+		// the image carries instead of downloading them.
+		"ENV NPM_CONFIG_PREFIX=" + Home + "/.local",
+		"ENV NPM_CONFIG_CACHE=" + Home + "/.npm",
+		"ENV NPM_CONFIG_UPDATE_NOTIFIER=false",
+		"ENV npm_config_nodedir=/usr/local",
 		"ENV LANG=C.UTF-8",
 		"ENV SHELL=/bin/bash",
 		"ENV DRYDOCK_PROFILE=" + string(p),
@@ -252,6 +263,9 @@ func (b *builder) rootfsHash() string {
 		fmt.Fprintf(h, "mirror %s\n", m)
 	}
 	fmt.Fprintf(h, "setup %s\n", setupScript)
+	// The integrities pin the content, so the registry it came from is
+	// not part of the hash.
+	fmt.Fprintf(h, "npm %s\narch %s\n", npmList, debianArch())
 	return hex.EncodeToString(h.Sum(nil))[:12]
 }
 
@@ -273,9 +287,16 @@ func (b *builder) mmdebstrap(ctx context.Context, dst string) error {
 	if err := os.WriteFile(setup, []byte(setupScript), 0o755); err != nil {
 		return fmt.Errorf("write setup script: %w", err)
 	}
+	npmDir := filepath.Join(work, "npm")
+	if err := os.Mkdir(npmDir, 0o755); err != nil {
+		return fmt.Errorf("create npm dir: %w", err)
+	}
+	if err := b.fetchNPM(ctx, npmDir); err != nil {
+		return err
+	}
 	tmp := filepath.Join(work, "rootfs.tar")
 	args := append(b.rootfsArgs(),
-		"--customize-hook=sh "+setup+` "$1"`,
+		"--customize-hook=sh "+setup+` "$1" `+npmDir,
 		"bookworm", tmp, strings.Join(b.opts.Mirrors, "\n"))
 	b.logf("mmdebstrap: building the %s rootfs (%d packages); this takes a few minutes", b.profile, len(Packages(b.profile)))
 	cmd := exec.CommandContext(ctx, "mmdebstrap", args...)

@@ -20,7 +20,7 @@ func TestPackages(t *testing.T) {
 	t.Parallel()
 	headless := Packages(drydock.ProfileHeadless)
 	desktop := Packages(drydock.ProfileDesktop)
-	for _, want := range []string{"python3", "python3-ipykernel", "python3-jupyter-server", "nodejs", "node-typescript", "git", "build-essential", "curl", "ca-certificates"} {
+	for _, want := range []string{"python3", "python3-ipykernel", "python3-jupyter-server", "python3-tk", "git", "build-essential", "curl", "ca-certificates"} {
 		if !slices.Contains(headless, want) {
 			t.Errorf("headless packages lack %s", want)
 		}
@@ -28,7 +28,14 @@ func TestPackages(t *testing.T) {
 			t.Errorf("desktop packages lack %s", want)
 		}
 	}
-	for _, want := range []string{"xvfb", "fluxbox", "x11vnc", "xdotool", "imagemagick"} {
+	// Debian's Node 18 is too old for current web tooling, and its
+	// node-typescript would pull it in: both come from npm.txt instead.
+	for _, old := range []string{"nodejs", "node-typescript", "npm"} {
+		if slices.Contains(desktop, old) {
+			t.Errorf("packages include Debian's %s; Node.js, npm and TypeScript come from npm.txt", old)
+		}
+	}
+	for _, want := range []string{"xvfb", "fluxbox", "x11vnc", "xdotool", "imagemagick", "chromium"} {
 		if !slices.Contains(desktop, want) {
 			t.Errorf("desktop packages lack %s", want)
 		}
