@@ -1,6 +1,7 @@
 package image
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha512"
 	"encoding/base64"
@@ -100,10 +101,14 @@ func debianArch() string {
 }
 
 // npmRegistry returns the registry to fetch from: the one configured, else
-// the host's npm configuration. No registry's name is written into the
+// npm's environment variable, else the host's npm configuration. No registry's name is written into the
 // code: the operator's npm decides, as it does for their own installs.
 func npmRegistry(ctx context.Context, configured string) (string, error) {
 	reg := strings.TrimSpace(configured)
+	if reg == "" {
+		// npm's own variable, which npm would read first too.
+		reg = strings.TrimSpace(cmp.Or(os.Getenv("NPM_CONFIG_REGISTRY"), os.Getenv("npm_config_registry")))
+	}
 	if reg == "" {
 		if _, err := exec.LookPath("npm"); err != nil {
 			return "", drydock.Errorf(drydock.EINVALID, "the image needs Node.js from an npm registry: pass --npm-registry URL (npm is not installed here to ask `npm config get registry`)")

@@ -24,7 +24,7 @@ type ImageBuildCmd struct {
 	DockerHost string `env:"DOCKER_HOST" help:"Docker or Podman API socket."`
 	CacheDir   string `help:"Where the rootfs tarballs are cached (default: the user cache dir)." type:"path"`
 	// No default: the registry is the operator's, as their npm says.
-	NPMRegistry string `name:"npm-registry" env:"DRYDOCK_NPM_REGISTRY" placeholder:"URL" help:"npm registry to fetch Node.js, npm and TypeScript from (pinned by integrity in image/packages/npm.txt). Default: npm config get registry."`
+	NPMRegistry string `name:"npm-registry" env:"DRYDOCK_NPM_REGISTRY" placeholder:"URL" help:"npm registry to fetch Node.js, npm and TypeScript from (pinned by integrity in image/packages/npm.txt). Default: $NPM_CONFIG_REGISTRY, else npm config get registry."`
 }
 
 func (c *ImageBuildCmd) Run(g *Globals) error {
