@@ -43,7 +43,6 @@ ENV HOME=/home/agent
 ENV NPM_CONFIG_PREFIX=/home/agent/.local
 ENV NPM_CONFIG_CACHE=/home/agent/.npm
 ENV NPM_CONFIG_UPDATE_NOTIFIER=false
-ENV npm_config_nodedir=/usr/local
 ENV LANG=C.UTF-8
 ENV SHELL=/bin/bash
 ENV DRYDOCK_PROFILE=${PROFILE}

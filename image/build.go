@@ -101,12 +101,11 @@ func Changes(p drydock.Profile) []string {
 		"ENV PATH=" + Home + "/.local/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
 		"ENV HOME=" + Home,
 		// The root is read-only: npm's global installs and cache go to the
-		// home (tmpfs), whose bin is on PATH. node-gyp takes the headers
-		// the image carries instead of downloading them.
+		// home (tmpfs), whose bin is on PATH. (npm_config_nodedir for
+		// node-gyp's headers would make npm 11 warn on every command.)
 		"ENV NPM_CONFIG_PREFIX=" + Home + "/.local",
 		"ENV NPM_CONFIG_CACHE=" + Home + "/.npm",
 		"ENV NPM_CONFIG_UPDATE_NOTIFIER=false",
-		"ENV npm_config_nodedir=/usr/local",
 		"ENV LANG=C.UTF-8",
 		"ENV SHELL=/bin/bash",
 		"ENV DRYDOCK_PROFILE=" + string(p),
@@ -210,7 +209,7 @@ func (b *builder) build(ctx context.Context) (string, error) {
 		return finalRef, b.tag(ctx, finalRef, currentRef)
 	}
 
-	baseRef := fmt.Sprintf("%s:%s-%s", baseRepository, b.profile, baseHash)
+	baseRef := baseTag(b.profile, baseHash, Changes(b.profile))
 	ok, err := b.imageExists(ctx, baseRef)
 	if err != nil {
 		return "", err
@@ -236,6 +235,19 @@ func (b *builder) build(ctx context.Context) (string, error) {
 	}
 	b.logf("built %s (also tagged %s)", finalRef, currentRef)
 	return finalRef, nil
+}
+
+// baseTag names the imported rootfs by its content and the configuration
+// applied on import: a commit adds ENV lines but never removes one the base
+// has, so a variable dropped from Changes must give a new base (the rootfs
+// tarball is reused).
+func baseTag(profile drydock.Profile, rootfsHash string, changes []string) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "rootfs %s\n", rootfsHash)
+	for _, c := range changes {
+		fmt.Fprintf(h, "change %s\n", c)
+	}
+	return fmt.Sprintf("%s:%s-%s", baseRepository, profile, hex.EncodeToString(h.Sum(nil))[:12])
 }
 
 // rootfsArgs are mmdebstrap's arguments except the output and the setup hook,

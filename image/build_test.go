@@ -80,6 +80,23 @@ func TestDockerfileMatchesChanges(t *testing.T) {
 	}
 }
 
+// A base image keeps every ENV it was imported with, so configuration that
+// changes must name another base, while the same inputs name the same one.
+func TestBaseTagCoversConfiguration(t *testing.T) {
+	t.Parallel()
+	changes := Changes(drydock.ProfileHeadless)
+	a := baseTag(drydock.ProfileHeadless, "0123abcd", changes)
+	if b := baseTag(drydock.ProfileHeadless, "0123abcd", slices.Clone(changes)); a != b {
+		t.Errorf("same inputs: %s and %s", a, b)
+	}
+	if b := baseTag(drydock.ProfileHeadless, "0123abcd", changes[:len(changes)-1]); a == b {
+		t.Errorf("a dropped configuration line kept the base %s", a)
+	}
+	if b := baseTag(drydock.ProfileHeadless, "4567ef01", changes); a == b {
+		t.Errorf("another rootfs kept the base %s", a)
+	}
+}
+
 func TestCheckStatic(t *testing.T) {
 	t.Parallel()
 	if err := checkStatic(""); drydock.ErrorCode(err) != drydock.EINVALID {
