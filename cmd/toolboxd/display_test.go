@@ -39,7 +39,8 @@ func TestDesktopProcessesHaveDisplay(t *testing.T) {
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
-	if err := c.WaitReady(ctx); err != nil {
+	// The core is ready before the display: wait for what is tested.
+	if err := c.WaitReady(ctx, "display", "kernel"); err != nil {
 		t.Fatalf("%v\n%s", err, logs)
 	}
 
