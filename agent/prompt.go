@@ -68,7 +68,7 @@ func systemPrompt(e env) string {
 // as the model should know it; a test keeps them in step with the image's
 // package lists (package image).
 const (
-	installedTools   = "Python 3.11 (python3 with pip, venv, Tk (tkinter), ipykernel, matplotlib), Jupyter, Node.js 24 with npm and npx, TypeScript 6 (tsc), git, build-essential (gcc, g++, make), curl, zip, unzip, xz, and the usual command-line tools"
+	installedTools   = "Python 3.11 (python3 with pip, venv, Tk (tkinter), ipykernel, matplotlib), Jupyter, Node.js 24 with npm and npx, TypeScript 6 (tsc) with Node's types (@types/node, in typeRoots /usr/local/lib/node_modules/@types), git, build-essential (gcc, g++, make), curl, zip, unzip, xz, and the usual command-line tools"
 	installedDesktop = "; on the desktop: the Chromium web browser (chromium), xdotool, xterm, scrot and ImageMagick"
 )
 

@@ -1,7 +1,7 @@
 #!/bin/sh
 # Fetches the npm packages of packages/npm.txt for this machine's
 # architecture into DIR under the names setup.sh reads (node.tgz, npm.tgz,
-# typescript.tgz), and refuses any whose sha512 is not the pinned integrity.
+# typescript.tgz, types-node.tgz...), and refuses any whose sha512 is not the pinned integrity.
 # The Dockerfile runs it; `drydock image build` does the same in Go.
 set -eu
 LIST=${1:?usage: npm-fetch.sh LIST REGISTRY DIR}
@@ -21,7 +21,7 @@ grep -v '^#' "$LIST" | while read -r name version integrity arch; do
 	fi
 	case "$name" in
 	node-linux-*) role=node ;;
-	*) role=$name ;;
+	*) role=$(printf '%s' "$name" | sed 's#^@##; s#/#-#g') ;;
 	esac
 	curl -fsSL --retry 3 -o "$DIR/$role.tgz" "$REGISTRY/$name/-/${name##*/}-$version.tgz"
 	got="sha512-$(openssl dgst -sha512 -binary "$DIR/$role.tgz" | base64 -w0)"

@@ -70,12 +70,13 @@ func NodeVersion() string {
 	return ""
 }
 
-// role is the file name setup.sh expects a package under.
+// role is the file name setup.sh expects a package under: "node" for
+// Node.js, else the name without "@" and with "-" for "/" (types-node).
 func (p NPMPackage) role() string {
 	if strings.HasPrefix(p.Name, "node-linux-") {
 		return "node"
 	}
-	return p.Name
+	return strings.ReplaceAll(strings.TrimPrefix(p.Name, "@"), "/", "-")
 }
 
 // tarballPath is where the registry serves the package's tarball, relative

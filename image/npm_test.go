@@ -29,7 +29,7 @@ func TestNPMPackages(t *testing.T) {
 			}
 			roles[p.role()] = p
 		}
-		for _, want := range []string{"node", "npm", "typescript"} {
+		for _, want := range []string{"node", "npm", "typescript", "types-node", "undici-types"} {
 			if _, ok := roles[want]; !ok {
 				t.Errorf("%s: no %s package", arch, want)
 			}
@@ -56,7 +56,7 @@ func TestNPMTarballPath(t *testing.T) {
 		want string
 	}{
 		{NPMPackage{Name: "npm", Version: "11.0.0"}, "npm/-/npm-11.0.0.tgz"},
-		{NPMPackage{Name: "@scope/tool", Version: "1.2.3"}, "@scope/tool/-/tool-1.2.3.tgz"},
+		{NPMPackage{Name: "@types/node", Version: "24.1.0"}, "@types/node/-/node-24.1.0.tgz"},
 	} {
 		if got := tc.p.tarballPath(); got != tc.want {
 			t.Errorf("%s: got %s, want %s", tc.p.Name, got, tc.want)

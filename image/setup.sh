@@ -1,7 +1,8 @@
 #!/bin/sh
 # Finishes a sandbox root filesystem whose packages are installed: installs
-# Node.js, npm and TypeScript from the verified npm tarballs in $2 (node.tgz,
-# npm.tgz, typescript.tgz; see packages/npm.txt), adds the agent user (uid
+# Node.js, npm, TypeScript and Node's types from the verified npm tarballs in
+# $2 (node.tgz, npm.tgz, typescript.tgz, types-node.tgz, undici-types.tgz; see
+# packages/npm.txt), adds the agent user (uid
 # 1000) and /workspace, configures the browser, and drops what only takes
 # space (apt lists and caches, docs, man pages, logs). Run as root with the
 # root of the filesystem as $1: mmdebstrap's customize hook passes its chroot
@@ -19,15 +20,17 @@ mkdir -p "$ROOT/usr/local/bin" "$ROOT/usr/local/lib/node_modules"
 tmp=$(mktemp -d)
 unpack "$NPMDIR/node.tgz" "$tmp"
 install -m 0755 "$tmp/bin/node" "$ROOT/usr/local/bin/node"
-# node-gyp builds native addons against these headers (npm_config_nodedir),
+# node-gyp builds native addons against these headers (--nodedir=/usr/local),
 # since it cannot download them without a network.
 rm -rf "$ROOT/usr/local/include/node"
 mkdir -p "$ROOT/usr/local/include"
 cp -R "$tmp/include/node" "$ROOT/usr/local/include/node"
 rm -rf "$tmp"
-for pkg in npm typescript; do
+# @types/node comes as types-node.tgz (see image/npm.go's role).
+for pkg in npm typescript @types/node undici-types; do
+	file=$(printf '%s' "$pkg" | sed 's#^@##; s#/#-#g')
 	rm -rf "$ROOT/usr/local/lib/node_modules/$pkg"
-	unpack "$NPMDIR/$pkg.tgz" "$ROOT/usr/local/lib/node_modules/$pkg"
+	unpack "$NPMDIR/$file.tgz" "$ROOT/usr/local/lib/node_modules/$pkg"
 done
 ln -sf ../lib/node_modules/npm/bin/npm-cli.js "$ROOT/usr/local/bin/npm"
 ln -sf ../lib/node_modules/npm/bin/npx-cli.js "$ROOT/usr/local/bin/npx"
