@@ -290,7 +290,7 @@ func TestAgentBuildsTodoAppInSandbox(t *testing.T) {
 		{Text: "No registry, so no react package: I'll write React-style components on a tiny JSX runtime.", ToolCalls: creates[:len(creates)/2]},
 		{ToolCalls: creates[len(creates)/2:]},
 		{ToolCalls: []llm.ToolCall{llmtest.Call("bash", `{"command": "cd /workspace/todo-app && tsc -p . --noEmit && tsc -p tsconfig.browser.json --noEmit && echo TYPECHECK OK", "timeout": 300}`)}},
-		{ToolCalls: []llm.ToolCall{llmtest.Call("bash", `{"command": "cd /workspace/todo-app && tsc -p . && tsc -p tsconfig.browser.json && node --test dist/tests/ 2>&1 | tail -n 9", "timeout": 300}`)}},
+		{ToolCalls: []llm.ToolCall{llmtest.Call("bash", `{"command": "cd /workspace/todo-app && tsc -p . && tsc -p tsconfig.browser.json && node --test --test-reporter=tap dist/tests/*.test.js 2>&1 | tail -n 9", "timeout": 300}`)}},
 		{ToolCalls: []llm.ToolCall{llmtest.Call("finish", `{"summary": "todo-app/: React-style TSX todo app on a local JSX runtime (no npm registry here), 6 tests passing; see its README."}`)}},
 	}
 	e := newAgentEnv(t, "docker", "DRYDOCK_TEST_DOCKER_HOST", "openai", llmtest.Options{Turns: turns})
