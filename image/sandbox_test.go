@@ -16,7 +16,7 @@ import (
 )
 
 // The image can do the example tasks: in a real desktop sandbox on Docker
-// (uid 1000, read-only root, no capabilities, the engine's seccomp, no
+// and on Podman (uid 1000, read-only root, no capabilities, the engine's seccomp, no
 // network), as the agent's tools reach it, node, npm, npx and tsc run and
 // npm installs and builds packages; bash, Python and node have DISPLAY; Tk
 // and Chromium open windows on the desktop. The image is
@@ -24,11 +24,20 @@ import (
 // its own; drydock-sandbox:desktop does not move).
 func TestDesktopSandboxCanDoTheExampleTasks(t *testing.T) {
 	t.Parallel()
-	host := os.Getenv("DRYDOCK_TEST_DOCKER_HOST")
-	base := os.Getenv("DRYDOCK_TEST_IMAGE_DESKTOP")
-	if host == "" || base == "" {
-		t.Skip("set DRYDOCK_TEST_DOCKER_HOST and DRYDOCK_TEST_IMAGE_DESKTOP (drydock image build --profile desktop makes it) to check the image in a real sandbox")
+	for _, e := range []struct{ name, env string }{{"docker", "DRYDOCK_TEST_DOCKER_HOST"}, {"podman", "DRYDOCK_TEST_PODMAN_HOST"}} {
+		t.Run(e.name, func(t *testing.T) {
+			t.Parallel()
+			host := os.Getenv(e.env)
+			base := os.Getenv("DRYDOCK_TEST_IMAGE_DESKTOP")
+			if host == "" || base == "" {
+				t.Skipf("set %s and DRYDOCK_TEST_IMAGE_DESKTOP (drydock image build --profile desktop makes it) to check the image in a real %s sandbox", e.env, e.name)
+			}
+			exampleTasks(t, host, base, e.name)
+		})
 	}
+}
+
+func exampleTasks(t *testing.T, host, base, engine string) {
 	ctx, cancel := context.WithTimeout(t.Context(), 8*time.Minute)
 	defer cancel()
 	bin := filepath.Join(t.TempDir(), "toolboxd")
@@ -41,12 +50,12 @@ func TestDesktopSandboxCanDoTheExampleTasks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt, err := docker.New(docker.Options{Host: host, ServerID: "image-test", StateDir: t.TempDir()})
+	rt, err := docker.New(docker.Options{Host: host, ServerID: "image-test-" + engine, StateDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer rt.Close()
-	const jobID = "0193dddd-0000-7000-8000-000000001501"
+	jobID := "0193dddd-0000-7000-8000-00000000150" + map[string]string{"docker": "1", "podman": "2"}[engine]
 	sb, err := rt.Create(ctx, drydock.SandboxSpec{JobID: jobID, Image: img, Profile: drydock.ProfileDesktop,
 		Labels: map[string]string{drydock.LabelJob: jobID}})
 	if err != nil {
