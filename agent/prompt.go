@@ -23,11 +23,11 @@ func systemPrompt(e env) string {
 
 # Environment
 - Workspace: %[1]s. The shell starts there, relative paths resolve there, and everything in it is handed to the user when you finish. Put all deliverables in the workspace (not in /tmp).
-- You are an unprivileged user (uid 1000) without sudo. The network is off unless the task says otherwise: use what is installed and do not rely on downloading packages.
-- Installed: python3 (with the standard library and ipykernel), Node.js and npm with TypeScript (tsc), git, build-essential (gcc, g++, make), curl, and the usual command-line tools.
-`, e.Workspace)
+- You are an unprivileged user (uid 1000) without sudo; the system is read-only, your home and /tmp are writable. The network is off unless this job allows some hosts (then through the proxy in HTTPS_PROXY, which npm, pip, git and curl use): use what is installed and do not rely on downloading packages unless the task says you can.
+- Installed: %[2]s.
+`, e.Workspace, installed(e.Desktop))
 	if e.Desktop {
-		fmt.Fprintf(&b, "- A graphical desktop (an X display with a window manager) that you see and control with the `computer` tool. Graphical programs you start from bash appear on it (DISPLAY is set).\n")
+		fmt.Fprintf(&b, "- A graphical desktop (an X display with a window manager) that you see and control with the `computer` tool. Graphical programs you start from bash, Python or node appear on it (DISPLAY is set); open web pages and apps you serve (http://localhost:PORT) with `chromium URL &`.\n")
 		if !e.Images {
 			b.WriteString("- The model you run on does not take images, so screenshots are saved to files but not shown to you; prefer command-line tools.\n")
 		}
@@ -62,6 +62,21 @@ func systemPrompt(e env) string {
 	b.WriteString(`- When done, call finish with: what you did, where the results are (paths), how to run or check them, and anything left undone.
 `)
 	return b.String()
+}
+
+// installedTools and installedDesktop are what the sandbox image carries,
+// as the model should know it; a test keeps them in step with the image's
+// package lists (package image).
+const (
+	installedTools   = "Python 3.11 (python3 with pip, venv, Tk (tkinter), ipykernel, matplotlib), Jupyter, Node.js 24 with npm and npx, TypeScript 6 (tsc) with Node's types (@types/node, in typeRoots /usr/local/lib/node_modules/@types), git, build-essential (gcc, g++, make), curl, zip, unzip, xz, and the usual command-line tools"
+	installedDesktop = "; on the desktop: the Chromium web browser (chromium), xdotool, xterm, scrot and ImageMagick"
+)
+
+func installed(desktop bool) string {
+	if desktop {
+		return installedTools + installedDesktop
+	}
+	return installedTools
 }
 
 // taskMessage is the first user message.

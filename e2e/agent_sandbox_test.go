@@ -255,7 +255,7 @@ func replayHelloWorld(t *testing.T, e *agentEnv, id string) {
 }
 
 // "Build me a todo app in React", with no network in the sandbox: the
-// image has node and tsc (Debian's node-typescript, with @types/node) but
+// image has node, npm and tsc (with @types/node) but
 // no npm registry and no react package. So the scripted model writes what a
 // careful agent would: TSX function components and a useReducer-shaped
 // reducer on a 60-line local JSX runtime (testdata/todo-app; its README says
@@ -284,13 +284,13 @@ func TestAgentBuildsTodoAppInSandbox(t *testing.T) {
 	// The network is off: the model checks, then builds with what is there.
 	turns := []llmtest.Turn{
 		{Text: "Let me see what the sandbox has.", ToolCalls: []llm.ToolCall{
-			llmtest.Call("bash", `{"command": "node --version && tsc --version && ls /usr/share/nodejs/@types; command -v npm || echo no npm; python3 -c \"import socket; socket.create_connection(('registry.npmjs.org', 443), 3)\" 2>/dev/null && echo online || echo offline"}`),
+			llmtest.Call("bash", `{"command": "node --version && tsc --version && ls /usr/local/lib/node_modules/@types; command -v npm || echo no npm; python3 -c \"import socket; socket.create_connection(('registry.npmjs.org', 443), 3)\" 2>/dev/null && echo online || echo offline"}`),
 		}},
 		// Several files per turn: each call is answered, in order.
 		{Text: "No registry, so no react package: I'll write React-style components on a tiny JSX runtime.", ToolCalls: creates[:len(creates)/2]},
 		{ToolCalls: creates[len(creates)/2:]},
 		{ToolCalls: []llm.ToolCall{llmtest.Call("bash", `{"command": "cd /workspace/todo-app && tsc -p . --noEmit && tsc -p tsconfig.browser.json --noEmit && echo TYPECHECK OK", "timeout": 300}`)}},
-		{ToolCalls: []llm.ToolCall{llmtest.Call("bash", `{"command": "cd /workspace/todo-app && tsc -p . && tsc -p tsconfig.browser.json && node --test dist/tests/ 2>&1 | tail -n 9", "timeout": 300}`)}},
+		{ToolCalls: []llm.ToolCall{llmtest.Call("bash", `{"command": "cd /workspace/todo-app && tsc -p . && tsc -p tsconfig.browser.json && node --test --test-reporter=tap dist/tests/*.test.js 2>&1 | tail -n 9", "timeout": 300}`)}},
 		{ToolCalls: []llm.ToolCall{llmtest.Call("finish", `{"summary": "todo-app/: React-style TSX todo app on a local JSX runtime (no npm registry here), 6 tests passing; see its README."}`)}},
 	}
 	e := newAgentEnv(t, "docker", "DRYDOCK_TEST_DOCKER_HOST", "openai", llmtest.Options{Turns: turns})

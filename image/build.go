@@ -74,6 +74,10 @@ type Options struct {
 	CacheDir string
 	// Mirrors overrides the apt sources lines mmdebstrap uses.
 	Mirrors []string
+	// NPMRegistry is the npm registry Node.js, npm and TypeScript are
+	// fetched from (packages/npm.txt pins them by integrity); empty means
+	// the host's `npm config get registry`.
+	NPMRegistry string
 	// Progress receives one line per step; nil discards.
 	Progress io.Writer
 }
@@ -94,8 +98,14 @@ func Changes(p drydock.Profile) []string {
 	return []string{
 		fmt.Sprintf("USER %d:%d", UID, UID),
 		"WORKDIR " + Workspace,
-		"ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+		"ENV PATH=" + Home + "/.local/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
 		"ENV HOME=" + Home,
+		// The root is read-only: npm's global installs and cache go to the
+		// home (tmpfs), whose bin is on PATH. (npm_config_nodedir for
+		// node-gyp's headers would make npm 11 warn on every command.)
+		"ENV NPM_CONFIG_PREFIX=" + Home + "/.local",
+		"ENV NPM_CONFIG_CACHE=" + Home + "/.npm",
+		"ENV NPM_CONFIG_UPDATE_NOTIFIER=false",
 		"ENV LANG=C.UTF-8",
 		"ENV SHELL=/bin/bash",
 		"ENV DRYDOCK_PROFILE=" + string(p),
@@ -199,7 +209,7 @@ func (b *builder) build(ctx context.Context) (string, error) {
 		return finalRef, b.tag(ctx, finalRef, currentRef)
 	}
 
-	baseRef := fmt.Sprintf("%s:%s-%s", baseRepository, b.profile, baseHash)
+	baseRef := baseTag(b.profile, baseHash, Changes(b.profile))
 	ok, err := b.imageExists(ctx, baseRef)
 	if err != nil {
 		return "", err
@@ -227,6 +237,19 @@ func (b *builder) build(ctx context.Context) (string, error) {
 	return finalRef, nil
 }
 
+// baseTag names the imported rootfs by its content and the configuration
+// applied on import: a commit adds ENV lines but never removes one the base
+// has, so a variable dropped from Changes must give a new base (the rootfs
+// tarball is reused).
+func baseTag(profile drydock.Profile, rootfsHash string, changes []string) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "rootfs %s\n", rootfsHash)
+	for _, c := range changes {
+		fmt.Fprintf(h, "change %s\n", c)
+	}
+	return fmt.Sprintf("%s:%s-%s", baseRepository, profile, hex.EncodeToString(h.Sum(nil))[:12])
+}
+
 // rootfsArgs are mmdebstrap's arguments except the output and the setup hook,
 // which are per-build paths.
 func (b *builder) rootfsArgs() []string {
@@ -252,6 +275,9 @@ func (b *builder) rootfsHash() string {
 		fmt.Fprintf(h, "mirror %s\n", m)
 	}
 	fmt.Fprintf(h, "setup %s\n", setupScript)
+	// The integrities pin the content, so the registry it came from is
+	// not part of the hash.
+	fmt.Fprintf(h, "npm %s\narch %s\n", npmList, debianArch())
 	return hex.EncodeToString(h.Sum(nil))[:12]
 }
 
@@ -273,9 +299,16 @@ func (b *builder) mmdebstrap(ctx context.Context, dst string) error {
 	if err := os.WriteFile(setup, []byte(setupScript), 0o755); err != nil {
 		return fmt.Errorf("write setup script: %w", err)
 	}
+	npmDir := filepath.Join(work, "npm")
+	if err := os.Mkdir(npmDir, 0o755); err != nil {
+		return fmt.Errorf("create npm dir: %w", err)
+	}
+	if err := b.fetchNPM(ctx, npmDir); err != nil {
+		return err
+	}
 	tmp := filepath.Join(work, "rootfs.tar")
 	args := append(b.rootfsArgs(),
-		"--customize-hook=sh "+setup+` "$1"`,
+		"--customize-hook=sh "+setup+` "$1" `+npmDir,
 		"bookworm", tmp, strings.Join(b.opts.Mirrors, "\n"))
 	b.logf("mmdebstrap: building the %s rootfs (%d packages); this takes a few minutes", b.profile, len(Packages(b.profile)))
 	cmd := exec.CommandContext(ctx, "mmdebstrap", args...)

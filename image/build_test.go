@@ -20,7 +20,7 @@ func TestPackages(t *testing.T) {
 	t.Parallel()
 	headless := Packages(drydock.ProfileHeadless)
 	desktop := Packages(drydock.ProfileDesktop)
-	for _, want := range []string{"python3", "python3-ipykernel", "python3-jupyter-server", "nodejs", "node-typescript", "git", "build-essential", "curl", "ca-certificates"} {
+	for _, want := range []string{"python3", "python3-ipykernel", "python3-jupyter-server", "python3-tk", "git", "build-essential", "curl", "ca-certificates"} {
 		if !slices.Contains(headless, want) {
 			t.Errorf("headless packages lack %s", want)
 		}
@@ -28,7 +28,14 @@ func TestPackages(t *testing.T) {
 			t.Errorf("desktop packages lack %s", want)
 		}
 	}
-	for _, want := range []string{"xvfb", "fluxbox", "x11vnc", "xdotool", "imagemagick"} {
+	// Debian's Node 18 is too old for current web tooling, and its
+	// node-typescript would pull it in: both come from npm.txt instead.
+	for _, old := range []string{"nodejs", "node-typescript", "npm"} {
+		if slices.Contains(desktop, old) {
+			t.Errorf("packages include Debian's %s; Node.js, npm and TypeScript come from npm.txt", old)
+		}
+	}
+	for _, want := range []string{"xvfb", "fluxbox", "x11vnc", "xdotool", "imagemagick", "chromium"} {
 		if !slices.Contains(desktop, want) {
 			t.Errorf("desktop packages lack %s", want)
 		}
@@ -70,6 +77,23 @@ func TestDockerfileMatchesChanges(t *testing.T) {
 	want := Changes("${PROFILE}")
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Dockerfile configuration differs from Changes (-want +got):\n%s", diff)
+	}
+}
+
+// A base image keeps every ENV it was imported with, so configuration that
+// changes must name another base, while the same inputs name the same one.
+func TestBaseTagCoversConfiguration(t *testing.T) {
+	t.Parallel()
+	changes := Changes(drydock.ProfileHeadless)
+	a := baseTag(drydock.ProfileHeadless, "0123abcd", changes)
+	if b := baseTag(drydock.ProfileHeadless, "0123abcd", slices.Clone(changes)); a != b {
+		t.Errorf("same inputs: %s and %s", a, b)
+	}
+	if b := baseTag(drydock.ProfileHeadless, "0123abcd", changes[:len(changes)-1]); a == b {
+		t.Errorf("a dropped configuration line kept the base %s", a)
+	}
+	if b := baseTag(drydock.ProfileHeadless, "4567ef01", changes); a == b {
+		t.Errorf("another rootfs kept the base %s", a)
 	}
 }
 

@@ -23,6 +23,8 @@ type ImageBuildCmd struct {
 	Toolboxd   string `help:"Path of the static toolboxd binary (default: next to this binary)." type:"path"`
 	DockerHost string `env:"DOCKER_HOST" help:"Docker or Podman API socket."`
 	CacheDir   string `help:"Where the rootfs tarballs are cached (default: the user cache dir)." type:"path"`
+	// No default: the registry is the operator's, as their npm says.
+	NPMRegistry string `name:"npm-registry" env:"DRYDOCK_NPM_REGISTRY" placeholder:"URL" help:"npm registry to fetch Node.js, npm and TypeScript from (pinned by integrity in image/packages/npm.txt). Default: $NPM_CONFIG_REGISTRY, else npm config get registry."`
 }
 
 func (c *ImageBuildCmd) Run(g *Globals) error {
@@ -39,11 +41,12 @@ func (c *ImageBuildCmd) Run(g *Globals) error {
 		return fmt.Errorf("toolboxd not found at %s: build it with 'make build' or pass --toolboxd", c.Toolboxd)
 	}
 	ref, err := image.Build(ctx, image.Options{
-		Profile:    drydock.Profile(c.Profile),
-		Toolboxd:   c.Toolboxd,
-		DockerHost: c.DockerHost,
-		CacheDir:   c.CacheDir,
-		Progress:   g.Err,
+		Profile:     drydock.Profile(c.Profile),
+		Toolboxd:    c.Toolboxd,
+		DockerHost:  c.DockerHost,
+		CacheDir:    c.CacheDir,
+		NPMRegistry: c.NPMRegistry,
+		Progress:    g.Err,
 	})
 	if err != nil {
 		return fmt.Errorf("build %s image: %w", c.Profile, err)

@@ -33,6 +33,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -60,6 +61,10 @@ const (
 	// (default $TMPDIR/drydock). One toolboxd runs per sandbox; tests that
 	// run several in one process give each its own.
 	envRuntimeDir = "TOOLBOXD_RUNTIME_DIR"
+	// envDisplay is the X display number of the desktop profile (default
+	// 1). Each sandbox has its own; tests that run several desktops on one
+	// host give each its own.
+	envDisplay = "TOOLBOXD_DISPLAY"
 )
 
 // shutdownGrace bounds how long requests in flight (a long command) may
@@ -171,13 +176,18 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	switch *withServices {
 	case "none":
 	case "auto":
-		dsvc, d, k := services(ctx, drydock.Profile(*profile), *workspace, envOr(envRuntimeDir, filepath.Join(os.TempDir(), "drydock")), vncPassword, logger)
-		defer k.Close()
-		cfg.Code = codeService{k}
-		cfg.Jupyter = jupyterService{k}
-		if d != nil {
-			defer d.Close()
-			cfg.Desktop = dsvc
+		display, err := displayNumber(getenv(envDisplay))
+		if err != nil {
+			return err
+		}
+		st := services(ctx, drydock.Profile(*profile), *workspace, envOr(envRuntimeDir, filepath.Join(os.TempDir(), "drydock")), vncPassword, display, logger)
+		defer st.kernel.Close()
+		cfg.Code = codeService{st.kernel}
+		cfg.Jupyter = jupyterService{st.kernel}
+		cfg.Env = st.env
+		if st.desktop != nil {
+			defer st.desktop.Close()
+			cfg.Desktop = desktopService{st.desktop}
 		}
 	default:
 		return fmt.Errorf("-services must be auto or none")
@@ -207,6 +217,18 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		hs.Close()
 	}
 	return nil
+}
+
+// displayNumber parses TOOLBOXD_DISPLAY; empty is the desktop's default.
+func displayNumber(v string) (int, error) {
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(strings.TrimPrefix(v, ":"))
+	if err != nil || n < 1 || n > 65535 {
+		return 0, fmt.Errorf("%s=%q: want a display number such as 1", envDisplay, v)
+	}
+	return n, nil
 }
 
 // readToken prefers the token file; an empty token is refused, since the

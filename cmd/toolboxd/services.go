@@ -181,22 +181,38 @@ func (s jupyterService) Dial(ctx context.Context) (net.Conn, error) { return s.k
 
 func (s jupyterService) Token() string { return s.k.ServerToken() }
 
+// started is what services started, and the variables every process
+// toolboxd starts must have to use it (DISPLAY on the desktop profile).
+type started struct {
+	desktop *desktop.Desktop
+	kernel  *kernel.Kernel
+	env     map[string]string
+}
+
 // services starts what the profile offers: code execution always, the
 // desktop for the desktop profile. Both supervise their processes in the
 // background, so the shell and files are usable at once and readiness
-// reports the rest as it comes up.
-func services(ctx context.Context, profile drydock.Profile, workspace, runtimeDir, vncPassword string, log *slog.Logger) (desktopService, *desktop.Desktop, *kernel.Kernel) {
+// reports the rest as it comes up. display is the X display number; 0 is
+// the default (:1).
+func services(ctx context.Context, profile drydock.Profile, workspace, runtimeDir, vncPassword string, display int, log *slog.Logger) started {
 	_ = os.MkdirAll(runtimeDir, 0o700)
 	home, _ := os.UserHomeDir()
 	env := []string{"HOME=" + home}
 	var d *desktop.Desktop
+	procEnv := map[string]string{}
 	if profile == drydock.ProfileDesktop {
 		d = desktop.New(desktop.Config{
+			Display:     display,
 			VNCPassword: vncPassword,
 			VNCSocket:   filepath.Join(runtimeDir, "vnc.sock"),
 			RuntimeDir:  filepath.Join(runtimeDir, "desktop"),
 			Env:         env,
 		}, log)
+		// Set whether or not the display is up yet: a program started
+		// early retries or fails like on any desktop, and one started
+		// later finds it. Shells and commands get it through the server,
+		// the kernel and node here.
+		procEnv["DISPLAY"] = d.Display()
 		env = append(env, "DISPLAY="+d.Display())
 		if err := d.Start(ctx); err != nil {
 			log.Error("desktop did not start", "err", err)
@@ -213,5 +229,5 @@ func services(ctx context.Context, profile drydock.Profile, workspace, runtimeDi
 	if err := k.Start(ctx); err != nil {
 		log.Error("code kernel did not start", "err", err)
 	}
-	return desktopService{d}, d, k
+	return started{desktop: d, kernel: k, env: procEnv}
 }

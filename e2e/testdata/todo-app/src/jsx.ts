@@ -16,7 +16,11 @@ export interface VNode {
   children: Child[];
 }
 
-export const Fragment = Symbol("Fragment");
+// A component, as TypeScript 6 wants of a fragment factory: h calls it,
+// and the node it returns is recognised by its tag.
+export function Fragment(props: { children?: Child[] }): VNode {
+  return { tag: Fragment, props: {}, children: props.children ?? [] };
+}
 
 export function h(tag: string | typeof Fragment | Component<any>, props: Props | null, ...children: Child[]): VNode {
   if (typeof tag === "function") return tag({ ...(props ?? {}), children });
