@@ -18,7 +18,7 @@ import (
 func TestFinishedJobStoresItsDiffBesideTheArchive(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	id := b.create(t, "write some files")
+	id := b.create(t, "write some files [fake:steps=2]")
 	b.start(t, runner.Config{NodeID: "n", PollInterval: 20 * time.Millisecond})
 	j := waitTerminal(t, b.store, id)
 	if j.Status != drydock.StatusComplete || j.ArtifactKey == "" {
@@ -52,7 +52,7 @@ func TestJobWithoutABaselineRunsAndSaysWhy(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	b.deps.Toolbox = func(sb *drydock.Sandbox) runner.Toolbox { return noGit{conn{toolbox.New(sb.Endpoint, sb.Token)}} }
-	id := b.create(t, "write some files")
+	id := b.create(t, "write some files [fake:steps=2]")
 	b.start(t, runner.Config{NodeID: "n", PollInterval: 20 * time.Millisecond})
 	j := waitTerminal(t, b.store, id)
 	if j.Status != drydock.StatusComplete || j.ArtifactKey == "" {
