@@ -85,7 +85,9 @@ const http = require("http"), tls = require("tls");
 const host = process.env.TARGET_HOST, port = process.env.TARGET_PORT;
 http.request({host: "127.0.0.1", port: 3128, method: "CONNECT", path: host + ":" + port}).on("connect", (res, sock) => {
   if (res.statusCode !== 200) { console.log("node error: the proxy said " + res.statusCode); return; }
-  const s = tls.connect({socket: sock, host: host}, () => s.end("GET / HTTP/1.0\r\nHost: " + host + "\r\n\r\n"));
+  // write, not end: a half-close right after the request lets the server
+  // drop the connection before it answers (seen under load).
+  const s = tls.connect({socket: sock, host: host}, () => s.write("GET / HTTP/1.0\r\nHost: " + host + "\r\n\r\n"));
   let d = ""; s.on("data", c => d += c); s.on("end", () => console.log("node: " + d.split("\r\n\r\n")[1]));
   s.on("error", e => console.log("node error: " + e.message));
 }).on("error", e => console.log("node error: " + e.message)).end();
