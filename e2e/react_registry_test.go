@@ -85,11 +85,11 @@ func TestAgentBuildsReactTodoAppFromTheRegistry(t *testing.T) {
 				"for i in $(seq 150); do curl -fsS http://localhost:4173/ >/dev/null 2>&1 && break; sleep 0.2; done; "+
 				"curl -fsS http://localhost:4173/ | grep -o '<title>[^<]*</title>' || cat /tmp/preview.log", 120)}},
 		// What the browser renders, as text: React ran and drew the list.
-		{ToolCalls: []llm.ToolCall{bash("timeout 90 chromium --headless --user-data-dir=/tmp/chromium-headless --virtual-time-budget=5000 --dump-dom http://localhost:4173/ 2>/dev/null | "+
+		{ToolCalls: []llm.ToolCall{bash("timeout 90 chromium --headless --disable-background-networking --user-data-dir=/tmp/chromium-headless --virtual-time-budget=5000 --dump-dom http://localhost:4173/ 2>/dev/null | "+
 			"grep -o -e '<title>[^<]*</title>' -e 'Scaffold the app with Vite' -e '[0-9]* items\\? left'", 120)}},
 		// And on the desktop, in a window filling the screen.
 		{ToolCalls: []llm.ToolCall{bash("read W H < <(xdotool getdisplaygeometry); "+
-			"(setsid chromium --user-data-dir=/tmp/chromium-ui --window-position=0,0 --window-size=$W,$H --new-window http://localhost:4173/ >/tmp/chromium.log 2>&1 &); "+
+			"(setsid chromium --disable-background-networking --user-data-dir=/tmp/chromium-ui --window-position=0,0 --window-size=$W,$H --new-window http://localhost:4173/ >/tmp/chromium.log 2>&1 &); "+
 			"for i in $(seq 300); do xdotool search --onlyvisible --name 'Drydock Todos' >/dev/null 2>&1 && break; sleep 0.2; done; sleep 2; "+
 			"xdotool search --onlyvisible --name 'Drydock Todos' >/dev/null && echo 'a browser window shows Drydock Todos' || tail -n 20 /tmp/chromium.log", 120)}},
 		{ToolCalls: []llm.ToolCall{llmtest.Call("computer", `{"action": "screenshot"}`)}},
@@ -106,8 +106,11 @@ func TestAgentBuildsReactTodoAppFromTheRegistry(t *testing.T) {
 		extra = append(extra, "--sandbox-ca", ca)
 	}
 	e := newAgentEnv(t, "docker", "DRYDOCK_TEST_DOCKER_HOST", "openai", llmtest.Options{Turns: turns}, extra...)
+	// A model name the agent knows takes images, so that the screenshot
+	// reaches the model (an unknown OpenAI-compatible model is sent none).
 	body, _ := json.Marshal(map[string]any{
 		"task": "Build me a todo app in React", "profile": "desktop", "timeout": "10m", "egress": []string{reg.hostPort},
+		"model": "gpt-4o-mini",
 	})
 	id, j := e.run(string(body), 6*time.Minute)
 	if j.Status != drydock.StatusComplete {
