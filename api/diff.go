@@ -35,28 +35,12 @@ func (s *Server) handleDiff(w http.ResponseWriter, r *http.Request) {
 	case <-r.Context().Done():
 		return
 	}
-	if !job.Status.Terminal() && job.Status != drydock.StatusPending && s.cfg.Sandboxes != nil && job.SandboxID != "" {
-		sb, err := s.sandboxOf(r.Context(), job)
-		if err == nil {
-			s.serveLiveDiff(w, r, job, sb)
-			return
-		}
-		if job.ArtifactKey == "" {
-			s.writeError(w, r, err)
-			return
-		}
+	sb, done := s.workspaceSource(w, r, job, " to diff")
+	if done {
+		return
 	}
-	if job.ArtifactKey == "" {
-		switch {
-		case job.Status.Terminal():
-			s.writeError(w, r, drydock.Errorf(drydock.ENOTFOUND, "job %s ended without an archived workspace, so it has no diff", job.ID))
-		case job.Status == drydock.StatusPending:
-			s.writeError(w, r, drydock.Errorf(drydock.ECONFLICT, "job %s has not started yet; it has no workspace to diff", job.ID))
-		case s.cfg.Sandboxes == nil:
-			s.writeError(w, r, drydock.Errorf(drydock.ECONFLICT, "job %s is %s; this server shows its diff once it has ended", job.ID, job.Status))
-		default:
-			s.writeError(w, r, drydock.Errorf(drydock.EUNAVAILABLE, "job %s is still creating its sandbox; try again in a moment", job.ID))
-		}
+	if sb != nil {
+		s.serveLiveDiff(w, r, job, sb)
 		return
 	}
 	rc, err := s.artifacts.Get(r.Context(), drydock.DiffArtifactKey(job.ID))

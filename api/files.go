@@ -94,33 +94,47 @@ func (s *Server) handleFiles(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	// A running job is read live; an ended one (or one whose sandbox is
-	// already gone while it is archived) from its archive.
+	sb, done := s.workspaceSource(w, r, job, "")
+	switch {
+	case done:
+	case sb != nil:
+		s.serveLiveFile(w, r, job, sb, p, dl)
+	default:
+		s.serveArchivedFile(w, r, job, p, dl)
+	}
+}
+
+// workspaceSource decides where a job's workspace is read from: live from
+// its sandbox while it runs, else from its archive (an ended job, or one
+// whose sandbox is already gone while it is archived). It returns the
+// sandbox for a live read, nil for the archive, or done when it has
+// answered the request itself because neither is there. diff names a
+// diff as what was asked for ("" for files).
+func (s *Server) workspaceSource(w http.ResponseWriter, r *http.Request, job *drydock.Job, diff string) (sb *drydock.Sandbox, done bool) {
 	if !job.Status.Terminal() && job.Status != drydock.StatusPending && s.cfg.Sandboxes != nil && job.SandboxID != "" {
 		sb, err := s.sandboxOf(r.Context(), job)
 		if err == nil {
-			s.serveLiveFile(w, r, job, sb, p, dl)
-			return
+			return sb, false
 		}
 		if job.ArtifactKey == "" {
 			s.writeError(w, r, err)
-			return
+			return nil, true
 		}
 	}
-	if job.ArtifactKey == "" {
-		switch {
-		case job.Status.Terminal():
-			s.writeError(w, r, drydock.Errorf(drydock.ENOTFOUND, "job %s ended without an archived workspace", job.ID))
-		case job.Status == drydock.StatusPending:
-			s.writeError(w, r, drydock.Errorf(drydock.ECONFLICT, "job %s has not started yet; it has no workspace", job.ID))
-		case s.cfg.Sandboxes == nil:
-			s.writeError(w, r, drydock.Errorf(drydock.ECONFLICT, "job %s is %s; this server reads its workspace once it is archived", job.ID, job.Status))
-		default:
-			s.writeError(w, r, drydock.Errorf(drydock.EUNAVAILABLE, "job %s is still creating its sandbox; try again in a moment", job.ID))
-		}
-		return
+	if job.ArtifactKey != "" {
+		return nil, false
 	}
-	s.serveArchivedFile(w, r, job, p, dl)
+	switch {
+	case job.Status.Terminal():
+		s.writeError(w, r, drydock.Errorf(drydock.ENOTFOUND, "job %s ended without an archived workspace%s", job.ID, diff))
+	case job.Status == drydock.StatusPending:
+		s.writeError(w, r, drydock.Errorf(drydock.ECONFLICT, "job %s has not started yet; it has no workspace%s", job.ID, diff))
+	case s.cfg.Sandboxes == nil:
+		s.writeError(w, r, drydock.Errorf(drydock.ECONFLICT, "job %s is %s; this server reads its workspace once it is archived", job.ID, job.Status))
+	default:
+		s.writeError(w, r, drydock.Errorf(drydock.EUNAVAILABLE, "job %s is still creating its sandbox; try again in a moment", job.ID))
+	}
+	return nil, true
 }
 
 func (s *Server) serveLiveFile(w http.ResponseWriter, r *http.Request, job *drydock.Job, sb *drydock.Sandbox, p string, download bool) {
