@@ -68,3 +68,33 @@ func IsRetryable(err error) bool {
 	}
 	return false
 }
+
+// CodeOfStatus is the error code of an HTTP answer that carries none of its
+// own (a proxy's page, an old server): what clients of the API and of
+// toolboxd report. Gateway failures and 429 are EUNAVAILABLE, so that
+// callers retry them.
+func CodeOfStatus(status int) string {
+	switch status {
+	case 400, 422:
+		return EINVALID
+	case 401:
+		return EUNAUTHORIZED
+	case 403:
+		return EFORBIDDEN
+	case 404:
+		return ENOTFOUND
+	case 405:
+		return "method_not_allowed"
+	case 409:
+		return ECONFLICT
+	case 413:
+		return ETOOLARGE
+	case 415:
+		return "unsupported_media_type"
+	case 501:
+		return ENOTIMPLEMENTED
+	case 429, 502, 503, 504:
+		return EUNAVAILABLE
+	}
+	return EINTERNAL
+}

@@ -61,7 +61,7 @@ func (e *ForeignAnswerError) Error() string {
 
 // Unwrap gives the error's code, as a *drydock.Error with the same message.
 func (e *ForeignAnswerError) Unwrap() error {
-	return &drydock.Error{Code: codeForStatus(e.StatusCode), Message: e.Error()}
+	return &drydock.Error{Code: drydock.CodeOfStatus(e.StatusCode), Message: e.Error()}
 }
 
 // foreign describes an answer whose body (the part read of it) is not the
@@ -191,33 +191,6 @@ func (h *headBuffer) Write(p []byte) (int, error) {
 func isJSON(resp *http.Response) bool {
 	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	return mt == "application/json" || strings.HasSuffix(mt, "+json")
-}
-
-// codeForStatus is the error code of an answer that carries none of its own.
-func codeForStatus(s int) string {
-	switch s {
-	case http.StatusBadRequest, http.StatusUnprocessableEntity:
-		return drydock.EINVALID
-	case http.StatusUnauthorized:
-		return drydock.EUNAUTHORIZED
-	case http.StatusForbidden:
-		return drydock.EFORBIDDEN
-	case http.StatusNotFound:
-		return drydock.ENOTFOUND
-	case http.StatusMethodNotAllowed:
-		return "method_not_allowed"
-	case http.StatusConflict:
-		return drydock.ECONFLICT
-	case http.StatusRequestEntityTooLarge:
-		return drydock.ETOOLARGE
-	case http.StatusUnsupportedMediaType:
-		return "unsupported_media_type"
-	case http.StatusNotImplemented:
-		return drydock.ENOTIMPLEMENTED
-	case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout, http.StatusTooManyRequests:
-		return drydock.EUNAVAILABLE
-	}
-	return drydock.EINTERNAL
 }
 
 // jsonBody returns a reader of a 2xx answer that ought to be JSON, or a

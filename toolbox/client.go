@@ -186,29 +186,7 @@ func responseError(resp *http.Response) error {
 	if json.Unmarshal(data, &eb) == nil && eb.Error.Code != "" {
 		return &drydock.Error{Code: eb.Error.Code, Message: eb.Error.Message}
 	}
-	return drydock.Errorf(codeOfStatus(resp.StatusCode), "toolbox answered %s", resp.Status)
-}
-
-func codeOfStatus(status int) string {
-	switch status {
-	case http.StatusBadRequest:
-		return drydock.EINVALID
-	case http.StatusUnauthorized:
-		return drydock.EUNAUTHORIZED
-	case http.StatusForbidden:
-		return drydock.EFORBIDDEN
-	case http.StatusNotFound:
-		return drydock.ENOTFOUND
-	case http.StatusConflict:
-		return drydock.ECONFLICT
-	case http.StatusRequestEntityTooLarge:
-		return drydock.ETOOLARGE
-	case http.StatusNotImplemented:
-		return drydock.ENOTIMPLEMENTED
-	case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
-		return drydock.EUNAVAILABLE
-	}
-	return drydock.EINTERNAL
+	return drydock.Errorf(drydock.CodeOfStatus(resp.StatusCode), "toolbox answered %s", resp.Status)
 }
 
 func containsInt(list []int, v int) bool {
