@@ -1,0 +1,38 @@
+package drydock
+
+import (
+	"strings"
+	"unicode/utf8"
+)
+
+// EventUserMessage records a person's message to a job's agent (issue 16):
+// {"text", "from"?}. It is stored the moment the API accepts the message;
+// the agent receives it as a user turn before its next model call.
+const EventUserMessage EventType = "user_message"
+
+// MaxMessageBytes bounds one message to an agent.
+const MaxMessageBytes = 64 << 10
+
+// UserMessage is the data of an EventUserMessage event.
+type UserMessage struct {
+	Text string `json:"text"`
+	// From names the token that sent it (its name, never its secret);
+	// empty in development mode.
+	From string `json:"from,omitempty"`
+}
+
+// ValidateMessageText checks the text of a message to an agent: 1 to
+// MaxMessageBytes bytes of UTF-8 without NUL bytes, not blank. It returns
+// an EINVALID or ETOOLARGE *Error naming the problem.
+func ValidateMessageText(text string) error {
+	if strings.TrimSpace(text) == "" {
+		return Errorf(EINVALID, "text is required and must not be blank")
+	}
+	if len(text) > MaxMessageBytes {
+		return Errorf(ETOOLARGE, "text is %d bytes; the limit is %d", len(text), MaxMessageBytes)
+	}
+	if !utf8.ValidString(text) || strings.ContainsRune(text, 0) {
+		return Errorf(EINVALID, "text must be valid UTF-8 without NUL bytes")
+	}
+	return nil
+}
