@@ -210,10 +210,7 @@ type kubeHarness struct {
 // kubelet for it.
 func newKubeHarness(t *testing.T) *kubeHarness {
 	t.Helper()
-	kubeconfig := os.Getenv("DRYDOCK_TEST_KUBECONFIG")
-	if kubeconfig == "" {
-		t.Skip("DRYDOCK_TEST_KUBECONFIG not set: no Kubernetes API server (make test starts one with scripts/testenv/kube-up.sh)")
-	}
+	requireKubeconfig(t)
 	bin := os.Getenv("DRYDOCK_TEST_TOOLBOXD")
 	if bin == "" {
 		bin = filepath.Join(t.TempDir(), "toolboxd")
@@ -221,6 +218,26 @@ func newKubeHarness(t *testing.T) *kubeHarness {
 			t.Fatalf("build toolboxd: %v\n%s", err, out)
 		}
 	}
+	kubeconfig, cfg, cs, ns := newKubeNamespace(t)
+	return &kubeHarness{kubeconfig: kubeconfig, cfg: cfg, cs: cs, ns: ns, kubelet: startHostKubelet(t, cs, ns, bin), class: hostKubeletClass(t, cfg, ns)}
+}
+
+// requireKubeconfig skips without a test API server.
+func requireKubeconfig(t *testing.T) string {
+	t.Helper()
+	kubeconfig := os.Getenv("DRYDOCK_TEST_KUBECONFIG")
+	if kubeconfig == "" {
+		t.Skip("DRYDOCK_TEST_KUBECONFIG not set: no Kubernetes API server (make test starts one with scripts/testenv/kube-up.sh)")
+	}
+	return kubeconfig
+}
+
+// newKubeNamespace makes a fresh namespace on the API server of
+// DRYDOCK_TEST_KUBECONFIG, deleted when the test ends, and waits until it
+// admits pods.
+func newKubeNamespace(t *testing.T) (string, *rest.Config, k8sruntime.Client, string) {
+	t.Helper()
+	kubeconfig := requireKubeconfig(t)
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
 		t.Fatal(err)
@@ -245,7 +262,7 @@ func newKubeHarness(t *testing.T) *kubeHarness {
 			t.Fatalf("no default service account in %s: %v", ns, err)
 		}
 	}
-	return &kubeHarness{kubeconfig: kubeconfig, cfg: cfg, cs: cs, ns: ns, kubelet: startHostKubelet(t, cs, ns, bin), class: hostKubeletClass(t, cfg, ns)}
+	return kubeconfig, cfg, cs, ns
 }
 
 // hostKubeletClass makes a RuntimeClass whose node selector no node
