@@ -112,7 +112,7 @@ func (k *kubeNodeHarness) server(t *testing.T) *server {
 		}
 	}
 	s.args = append(s.args, "--kubeconfig", k.kubeconfig, "--kube-namespace", k.ns, "--kube-image-pull-policy", "Never",
-		"--image-headless", image, "--sandbox-cp-us", "0.5", "--sandbox-memory-mi-b", "1024", "--sandbox-disk-mi-b", "256")
+		"--image-headless", image, "--sandbox-cpus", "0.5", "--sandbox-memory-mib", "1024", "--sandbox-disk-mib", "256")
 	return s
 }
 

@@ -47,7 +47,7 @@ type ServerCmd struct {
 	JobTimeout    time.Duration   `default:"30m" env:"DRYDOCK_JOB_TIMEOUT" help:"Default wall-time limit of a job."`
 	LeaseTTL      time.Duration   `default:"10s" help:"How long a job's lease lasts without a heartbeat: a dead replica's jobs move to another after at most this long."`
 	ReapInterval  time.Duration   `default:"1m" env:"DRYDOCK_REAP_INTERVAL" help:"How often this server looks for sandboxes whose job has ended (and purges expired idempotency keys). Shorter frees sandboxes of jobs that ended while a replica was down sooner, at the cost of a list call to the runtime each time."`
-	MaxUploadMiB  int64           `name:"max-upload-mib" default:"256" env:"DRYDOCK_MAX_UPLOAD_MIB" help:"Largest workspace archive a job can be created with, in MiB as sent; it may also expand to at most the sandbox's workspace size (--sandbox-disk-mi-b)."`
+	MaxUploadMiB  int64           `name:"max-upload-mib" default:"256" env:"DRYDOCK_MAX_UPLOAD_MIB" help:"Largest workspace archive a job can be created with, in MiB as sent; it may also expand to at most the sandbox's workspace size (--sandbox-disk-mib)."`
 	IdemTTL       time.Duration   `name:"idempotency-ttl" default:"24h" env:"DRYDOCK_IDEMPOTENCY_TTL" help:"How long an Idempotency-Key of a job creation is remembered: a retry with the key within this time returns the first job."`
 	NodeID        string          `env:"DRYDOCK_NODE_ID" help:"Stable name of this server, unique among replicas (default: host name and listen port)."`
 	LogLevel      slog.Level      `default:"info" env:"DRYDOCK_LOG_LEVEL" help:"debug, info, warn or error."`
@@ -61,12 +61,14 @@ type ServerCmd struct {
 	Secrets       SecretsOptions  `embed:""`
 }
 
-// ResourceOptions are the per-sandbox limits.
+// ResourceOptions are the per-sandbox limits. The aliases are the names
+// kong derived from the field names before they were given names of their
+// own (--sandbox-memory-mi-b); scripts written then keep working.
 type ResourceOptions struct {
-	CPUs      float64 `default:"1" help:"CPUs per sandbox."`
-	MemoryMiB int64   `default:"4096" help:"Memory limit per sandbox in MiB. The sandbox's tmpfs mounts (workspace, /tmp, home) count against it; Docker and Podman keep them below it with a reserve for processes (a quarter, 256-1024 MiB), so a full workspace is 'no space left', not an OOM kill."`
+	CPUs      float64 `name:"cpus" aliases:"sandbox-cp-us" default:"1" help:"CPUs per sandbox."`
+	MemoryMiB int64   `name:"memory-mib" aliases:"sandbox-memory-mi-b" default:"4096" help:"Memory limit per sandbox in MiB. The sandbox's tmpfs mounts (workspace, /tmp, home) count against it; Docker and Podman keep them below it with a reserve for processes (a quarter, 256-1024 MiB), so a full workspace is 'no space left', not an OOM kill."`
 	Pids      int64   `default:"1024" help:"Process limit per sandbox."`
-	DiskMiB   int64   `default:"2048" help:"Workspace size limit per sandbox in MiB (on Docker and Podman at most what --sandbox-memory-mi-b leaves after /tmp, home and the reserve for processes)."`
+	DiskMiB   int64   `name:"disk-mib" aliases:"sandbox-disk-mi-b" default:"2048" help:"Workspace size limit per sandbox in MiB (on Docker and Podman at most what --sandbox-memory-mib leaves after /tmp, home and the reserve for processes)."`
 }
 
 func newLogger(w *os.File, level slog.Level, format string) *slog.Logger {

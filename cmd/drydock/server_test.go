@@ -1,6 +1,7 @@
 package main
 
 import (
+	"io"
 	"strings"
 	"testing"
 
@@ -36,6 +37,30 @@ func TestServerRefusesBadFlags(t *testing.T) {
 		err = sc.Run(&Globals{})
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%v: %v, want an error saying %q", tt.args, err, tt.want)
+		}
+	}
+}
+
+// The sandbox limits have names a person would type, and the names kong
+// once derived from the field names still parse.
+func TestSandboxResourceFlags(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{
+		{"--sandbox-cpus", "0.5", "--sandbox-memory-mib", "1024", "--sandbox-disk-mib", "256"},
+		{"--sandbox-cp-us", "0.5", "--sandbox-memory-mi-b", "1024", "--sandbox-disk-mi-b", "256"},
+	} {
+		var c struct {
+			Resources ResourceOptions `embed:"" prefix:"sandbox-"`
+		}
+		p, err := kong.New(&c, kong.Exit(func(int) { t.Fatal("exit") }), kong.Writers(io.Discard, io.Discard))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.Parse(args); err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+		if want := (ResourceOptions{CPUs: 0.5, MemoryMiB: 1024, DiskMiB: 256, Pids: 1024}); c.Resources != want {
+			t.Errorf("%v parsed as %+v; want %+v", args, c.Resources, want)
 		}
 	}
 }
