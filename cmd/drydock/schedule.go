@@ -26,6 +26,7 @@ type ScheduleCmd struct {
 	NoEgress   bool              `name:"no-egress" xor:"egress" help:"The sandbox may reach nothing on the network, whatever the server's --egress-default."`
 	Secrets    SecretFlags       `embed:""`
 	Repo       RepoFlags         `embed:""`
+	Interactive bool             `help:"Offer the agent the ask_user tool: it may ask you a question (drydock status shows it) and waits for your answer (drydock message) up to the server's --ask-timeout."`
 	Follow     bool              `short:"f" xor:"mode" help:"Show progress live until the job ends; exit 1 if it fails or is cancelled. Ctrl-C stops following, not the job."`
 	Wait       bool              `xor:"mode" help:"Wait silently until the job ends and print its final status; exit 1 if it fails or is cancelled."`
 	JSON       bool              `name:"json" help:"Print JSON (with --follow: one line per event, between the job as scheduled and as finished)."`
@@ -53,6 +54,7 @@ func (c *ScheduleCmd) spec(g *Globals) (drydock.JobSpec, error) {
 		Egress:   c.Egress,
 
 		ContextBudget: c.Budget,
+		Interactive:   c.Interactive,
 	}
 	if c.NoEgress {
 		s.Egress = []string{} // sent as [], which the server's default does not replace

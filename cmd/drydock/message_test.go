@@ -1,0 +1,74 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/drydockhq/drydock"
+)
+
+// drydock message sends its argument, or standard input with -, and says
+// where it went; bad text is refused before any request.
+func TestMessageCommand(t *testing.T) {
+	t.Parallel()
+	srv, newRun := setupFake(t)
+	j := srv.AddJob(drydock.JobSpec{Task: "build it", Interactive: true}, time.Now())
+	srv.SetStatus(j.ID, drydock.StatusRunning, "")
+
+	r := newRun()
+	if err := r.exec("message", j.ID, "use Postgres"); err != nil {
+		t.Fatal(err)
+	}
+	mustContain(t, "output", r.out.String(), "Sent to job "+j.ID, "drydock logs "+j.ID+" -f")
+
+	r = newRun()
+	r.stdin = "line one\nline two\n"
+	if err := r.exec("message", j.ID, "-", "--json"); err != nil {
+		t.Fatal(err)
+	}
+	mustContain(t, "--json output", r.out.String(), `"type":"user_message"`)
+	if got := srv.Messages(j.ID); len(got) != 2 || got[0] != "use Postgres" || got[1] != "line one\nline two\n" {
+		t.Errorf("stored messages %q", got)
+	}
+
+	for _, tc := range []struct{ name, text, stdin, says string }{
+		{"blank", "  ", "", "must not be blank"},
+		{"blank stdin", "-", "\n", "must not be blank"},
+		{"too long", "-", strings.Repeat("x", drydock.MaxMessageBytes+1), "the limit is 65536"},
+	} {
+		r = newRun()
+		r.stdin = tc.stdin
+		err := r.exec("message", j.ID, tc.text)
+		if err == nil || !strings.Contains(err.Error(), tc.says) {
+			t.Errorf("%s: error %v; want one saying %q", tc.name, err, tc.says)
+		}
+	}
+	if got := srv.Messages(j.ID); len(got) != 2 {
+		t.Errorf("refused messages were sent: %q", got)
+	}
+
+	r = newRun()
+	if err := r.exec("message", "nope", "hi"); err == nil || !strings.Contains(err.Error(), "job nope not found") {
+		t.Errorf("unknown job: %v", err)
+	}
+}
+
+// drydock status shows the question an interactive job waits on, made
+// safe for the terminal, and how to answer it.
+func TestStatusShowsWaitingFor(t *testing.T) {
+	t.Parallel()
+	srv, newRun := setupFake(t)
+	j := srv.AddJob(drydock.JobSpec{Task: "build it", Interactive: true}, time.Now())
+	srv.SetStatus(j.ID, drydock.StatusRunning, "")
+	srv.SetWaitingFor(j.ID, "Postgres or SQLite?\x1b]0;pwned\x07")
+	r := newRun()
+	if err := r.exec("status", j.ID); err != nil {
+		t.Fatal(err)
+	}
+	out := r.out.String()
+	mustContain(t, "status", out, "Waiting for:", "Postgres or SQLite?", "drydock message "+j.ID+" TEXT")
+	if strings.Contains(out, "\x1b") || strings.Contains(out, "\x07") {
+		t.Errorf("status passed terminal controls through: %q", out)
+	}
+}
