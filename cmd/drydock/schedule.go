@@ -15,24 +15,26 @@ import (
 
 // ScheduleCmd submits a task and optionally follows or waits for it.
 type ScheduleCmd struct {
-	Task        string            `arg:"" help:"What the agent should do, or - to read it from standard input."`
-	Model       string            `help:"Model to use (default: the server's)."`
-	MaxSteps    int               `name:"max-steps" help:"Most agent steps (default: the server's)."`
-	Timeout     time.Duration     `help:"Wall-time limit, e.g. 15m or 2h (default: the server's)."`
-	Profile     string            `help:"Sandbox profile: headless, or desktop for a screen the agent can see and you can watch (default: the server's)."`
-	Budget      int               `name:"context-budget" placeholder:"TOKENS" help:"Most tokens of each prompt the agent sends (4000 to 1000000; default: the model's context window)."`
-	Meta        map[string]string `help:"Metadata to attach, KEY=VALUE; repeatable." placeholder:"KEY=VALUE" mapsep:"none"`
-	Egress      []string          `placeholder:"HOST[:PORT]" xor:"egress" help:"A destination the sandbox may reach, e.g. registry.example.com:443 or *.github.com:443; repeatable. Default: the server's --egress-default (often none). Change it while the job runs with drydock egress."`
-	NoEgress    bool              `name:"no-egress" xor:"egress" help:"The sandbox may reach nothing on the network, whatever the server's --egress-default."`
-	Secrets     SecretFlags       `embed:""`
-	Repo        RepoFlags         `embed:""`
-	Interactive bool              `help:"Offer the agent the ask_user tool: it may ask you a question (drydock status shows it) and waits for your answer (drydock message) up to the server's --ask-timeout."`
-	Follow      bool              `short:"f" xor:"mode" help:"Show progress live until the job ends; exit 1 if it fails or is cancelled. Ctrl-C stops following, not the job."`
-	Wait        bool              `xor:"mode" help:"Wait silently until the job ends and print its final status; exit 1 if it fails or is cancelled."`
-	JSON        bool              `name:"json" help:"Print JSON (with --follow: one line per event, between the job as scheduled and as finished)."`
-	Workspace   string            `placeholder:"DIR|FILE" help:"Start the job from these files: a directory is packed as it is sent (tar.gz; what its .gitignore files name and .git are left out), a FILE (tar, tar.gz or zip) is sent as it is."`
-	IncludeGit  bool              `name:"include-git" help:"With a --workspace directory, pack its .git directory too (the history, for an agent that should use git)."`
-	Key         string            `name:"idempotency-key" placeholder:"KEY" help:"Send KEY as the request's Idempotency-Key (1 to 255 printable ASCII characters; default: a random one). Running the command again with the same KEY within the server's key lifetime (24 h by default) returns the job the first run created instead of creating a second; for scripts that retry."`
+	Task       string            `arg:"" help:"What the agent should do, or - to read it from standard input."`
+	Model      string            `help:"Model to use (default: the server's)."`
+	MaxSteps   int               `name:"max-steps" help:"Most agent steps (default: the server's)."`
+	Timeout    time.Duration     `help:"Wall-time limit, e.g. 15m or 2h (default: the server's)."`
+	Profile    string            `help:"Sandbox profile: headless, or desktop for a screen the agent can see and you can watch (default: the server's)."`
+	Budget     int               `name:"context-budget" placeholder:"TOKENS" help:"Most tokens of each prompt the agent sends (4000 to 1000000; default: the model's context window)."`
+	Meta       map[string]string `help:"Metadata to attach, KEY=VALUE; repeatable." placeholder:"KEY=VALUE" mapsep:"none"`
+	Egress     []string          `placeholder:"HOST[:PORT]" xor:"egress" help:"A destination the sandbox may reach, e.g. registry.example.com:443 or *.github.com:443; repeatable. Default: the server's --egress-default (often none). Change it while the job runs with drydock egress."`
+	NoEgress   bool              `name:"no-egress" xor:"egress" help:"The sandbox may reach nothing on the network, whatever the server's --egress-default."`
+	Secrets    SecretFlags       `embed:""`
+	Repo       RepoFlags         `embed:""`
+	Follow     bool              `short:"f" xor:"mode" help:"Show progress live until the job ends; exit 1 if it fails or is cancelled. Ctrl-C stops following, not the job."`
+	Wait       bool              `xor:"mode" help:"Wait silently until the job ends and print its final status; exit 1 if it fails or is cancelled."`
+	JSON       bool              `name:"json" help:"Print JSON (with --follow: one line per event, between the job as scheduled and as finished)."`
+	Workspace  string            `placeholder:"DIR|FILE" help:"Start the job from these files: a directory is packed as it is sent (tar.gz; what its .gitignore files name and .git are left out), a FILE (tar, tar.gz or zip) is sent as it is."`
+	IncludeGit bool              `name:"include-git" help:"With a --workspace directory, pack its .git directory too (the history, for an agent that should use git)."`
+	Key        string            `name:"idempotency-key" placeholder:"KEY" help:"Send KEY as the request's Idempotency-Key (1 to 255 printable ASCII characters; default: a random one). Running the command again with the same KEY within the server's key lifetime (24 h by default) returns the job the first run created instead of creating a second; for scripts that retry."`
+
+	// Issue 16 §1 (msg).
+	Interactive bool `help:"Offer the agent the ask_user tool: it may ask you a question (drydock status shows it) and waits for your answer (drydock message) up to the server's --ask-timeout."`
 }
 
 func (c *ScheduleCmd) spec(g *Globals) (drydock.JobSpec, error) {
