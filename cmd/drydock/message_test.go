@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -70,5 +71,29 @@ func TestStatusShowsWaitingFor(t *testing.T) {
 	mustContain(t, "status", out, "Waiting for:", "Postgres or SQLite?", "drydock message "+j.ID+" TEXT")
 	if strings.Contains(out, "\x1b") || strings.Contains(out, "\x07") {
 		t.Errorf("status passed terminal controls through: %q", out)
+	}
+}
+
+// drydock logs shows a message once (its delivery note names the event,
+// not the text again) and an agent's question; both made safe.
+func TestLogsShowMessages(t *testing.T) {
+	t.Parallel()
+	srv, newRun := setupFake(t)
+	j := srv.AddJob(drydock.JobSpec{Task: "t", Interactive: true}, time.Now())
+	srv.SetStatus(j.ID, drydock.StatusRunning, "")
+	srv.Emit(j.ID, drydock.EventLog, map[string]any{"level": "info", "kind": drydock.LogAskUser,
+		"question": "Which port?", "message": "The agent asks: Which port?"})
+	m := srv.Emit(j.ID, drydock.EventUserMessage, drydock.UserMessage{Text: "8080\x1b[2J", From: "alice"})
+	srv.Emit(j.ID, drydock.EventLog, map[string]any{"level": "info", "kind": drydock.LogMessageDelivered, "seq": m.Seq,
+		"notice": true, "message": "Message from the user:\n\n8080\x1b[2J"})
+	r := newRun()
+	if err := r.exec("logs", j.ID); err != nil {
+		t.Fatal(err)
+	}
+	out := r.out.String()
+	mustContain(t, "logs", out, "asks     Which port?", "message  (from alice) 8080^[[2J",
+		fmt.Sprintf("the agent received the message of event %d", m.Seq))
+	if strings.Count(out, "8080") != 1 || strings.Contains(out, "\x1b") {
+		t.Errorf("logs:\n%s\nwant the message once, escaped", out)
 	}
 }
