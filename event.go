@@ -32,6 +32,9 @@ const (
 	// LogAskUser: {"kind", "question", "level", "message"}: an interactive
 	// job's agent asked the user a question and waits for a message.
 	LogAskUser = "ask_user"
+	// LogMessageUndelivered: {"kind", "seq", "level", "message"}: the job
+	// ended before its agent received the user_message numbered seq.
+	LogMessageUndelivered = "message_undelivered"
 )
 
 // Event is one entry of a job's append-only log. Seq numbers events of one job

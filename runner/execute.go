@@ -147,6 +147,7 @@ func (r *Runner) execute(ctx context.Context, cancel context.CancelCauseFunc, jo
 	if result.Summary != "" {
 		emit.Emit(endCtx, drydock.EventSummary, map[string]any{"summary": result.Summary})
 	}
+	r.noteUndelivered(endCtx, job, emit, log)
 	// Finish before destroying: a crash in between leaves a finished job
 	// whose sandbox the reaper removes, never a running job whose sandbox is
 	// gone.

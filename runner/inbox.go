@@ -2,7 +2,9 @@ package runner
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"log/slog"
 
 	"github.com/drydockhq/drydock"
 )
@@ -49,5 +51,47 @@ func (r *Runner) inbox(jobID string) func(ctx context.Context, after int64) ([]*
 func (r *Runner) ask(jobID string) func(ctx context.Context, question string) error {
 	return func(ctx context.Context, question string) error {
 		return r.deps.Store.SetWaitingFor(ctx, jobID, r.owner, question)
+	}
+}
+
+// noteUndelivered records, as the job ends, each message its agent never
+// received (it came during the last step, or while the workspace was being
+// archived), so that a 202 is never followed by silence. A message stored
+// after this read and before FinishJob commits (a few milliseconds) is not
+// noted; one after FinishJob is refused by the store.
+func (r *Runner) noteUndelivered(ctx context.Context, job *drydock.Job, emit drydock.Emitter, log *slog.Logger) {
+	var msgs []int64
+	delivered := map[int64]bool{}
+	for after := int64(0); ; {
+		page, err := r.deps.Store.ListEvents(ctx, job.ID, after, inboxPage)
+		if err != nil {
+			log.Warn("look for undelivered messages", "err", err)
+			return
+		}
+		for _, e := range page {
+			switch e.Type {
+			case drydock.EventUserMessage:
+				msgs = append(msgs, e.Seq)
+			case drydock.EventLog:
+				var n struct {
+					Kind string `json:"kind"`
+					Seq  int64  `json:"seq"`
+				}
+				if json.Unmarshal(e.Data, &n) == nil && n.Kind == drydock.LogMessageDelivered {
+					delivered[n.Seq] = true
+				}
+			}
+		}
+		if len(page) < inboxPage {
+			break
+		}
+		after = page[len(page)-1].Seq
+	}
+	for _, seq := range msgs {
+		if delivered[seq] {
+			continue
+		}
+		emit.Emit(ctx, drydock.EventLog, map[string]any{"level": "warn", "kind": drydock.LogMessageUndelivered, "seq": seq,
+			"message": fmt.Sprintf("The message of event %d came after the agent's last step; it was not delivered.", seq)})
 	}
 }

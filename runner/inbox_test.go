@@ -111,3 +111,44 @@ func TestInboxReadsOnlyNewEvents(t *testing.T) {
 		t.Errorf("finished job still waits for %q", j.WaitingFor)
 	}
 }
+
+// A message the agent never received (it came during the last step) is
+// noted as undelivered when the job ends; a delivered one is not.
+func TestUndeliveredMessagesAreNotedAtTheEnd(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	id := b.create(t, "finish at once")
+	var delivered, late int64
+	ag := &inboxAgent{store: b.store, err: make(chan error, 1)}
+	ag.check = func(ctx context.Context, run *drydock.AgentRun) error {
+		delivered = message(t, b.store, id, "read this")
+		if err := run.Events.Emit(ctx, drydock.EventLog, map[string]any{"kind": drydock.LogMessageDelivered, "seq": delivered, "notice": true, "message": "read this"}); err != nil {
+			return err
+		}
+		late = message(t, b.store, id, "too late")
+		return nil
+	}
+	b.deps.Agent = ag
+	b.start(t, runner.Config{NodeID: "n", PollInterval: 20 * time.Millisecond})
+	if err := <-ag.err; err != nil {
+		t.Fatal(err)
+	}
+	waitTerminal(t, b.store, id)
+	events, err := b.store.ListEvents(t.Context(), id, 0, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var noted []int64
+	for _, e := range events {
+		var n struct {
+			Kind string `json:"kind"`
+			Seq  int64  `json:"seq"`
+		}
+		if e.Type == drydock.EventLog && json.Unmarshal(e.Data, &n) == nil && n.Kind == drydock.LogMessageUndelivered {
+			noted = append(noted, n.Seq)
+		}
+	}
+	if len(noted) != 1 || noted[0] != late {
+		t.Errorf("noted undelivered %v; want only the late message %d (delivered: %d)", noted, late, delivered)
+	}
+}
