@@ -59,7 +59,9 @@ export function messageBox(id) {
     form.hidden = terminal(job.status);
     const q = job.waiting_for || '';
     banner.hidden = !q;
-    question.textContent = q;
+    // Set only on a change: the banner is an alert, announced when its
+    // text changes, and the page refreshes the job every 2 s.
+    if (question.textContent !== q) question.textContent = q;
     if (q && q !== asked && !form.hidden) input.focus();
     asked = q;
   }
