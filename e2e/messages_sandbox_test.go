@@ -3,6 +3,7 @@ package e2e_test
 import (
 	"encoding/json"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -195,5 +196,50 @@ func TestFaultKill9WithAMessagePendingDeliversItOnce(t *testing.T) {
 	}
 	if stored != 1 {
 		t.Errorf("%d user_message events; want the one sent", stored)
+	}
+}
+
+// An interactive job's agent asks with ask_user: the job shows the question
+// as waiting_for, the answer sent as a message reaches the model once, and
+// the question is cleared; a second question nobody answers ends with the
+// server's --ask-timeout.
+func TestAgentAsksTheUserOnDocker(t *testing.T) {
+	t.Parallel()
+	dockerHost(t)
+	const question, answer = "Postgres or SQLite?", "Postgres, please."
+	e := newAgentEnv(t, "docker", "DRYDOCK_TEST_DOCKER_HOST", "openai", llmtest.Options{Func: func(r *llmtest.Request) llmtest.Turn {
+		switch r.N {
+		case 1:
+			return llmtest.Turn{ToolCalls: []llm.ToolCall{llmtest.Call("ask_user", `{"question": "`+question+`"}`)}}
+		case 2:
+			return llmtest.Turn{ToolCalls: []llm.ToolCall{llmtest.Call("ask_user", `{"question": "Which port?"}`)}}
+		}
+		return llmtest.Turn{ToolCalls: []llm.ToolCall{llmtest.Call("finish", `{"summary": "Postgres on the default port."}`)}}
+	}}, "--ask-timeout", "2s")
+	id := e.schedule(`{"task": "Set up the database.", "interactive": true}`)
+	for deadline := time.Now().Add(2 * time.Minute); e.status(id).WaitingFor != question; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the job never showed the question: %+v", e.status(id))
+		}
+	}
+	sendMessage(t, e.server, id, answer)
+	j, _ := e.waitTerminal(id, 2*time.Minute)
+	if j.Status != drydock.StatusComplete || j.WaitingFor != "" || !j.Interactive {
+		t.Fatalf("job: %s waiting_for=%q interactive=%v %q", j.Status, j.WaitingFor, j.Interactive, j.Error)
+	}
+	reqs := e.model.Requests()
+	if len(reqs) != 3 {
+		t.Fatalf("%d model requests; want 3", len(reqs))
+	}
+	if !slices.Contains(reqs[0].ToolNames(), "ask_user") {
+		t.Errorf("tools offered %v; want ask_user", reqs[0].ToolNames())
+	}
+	wasFed(t, reqs, 2, ok("The user answered"))
+	if last := reqs[1].LastUser().Text; !strings.Contains(last, "Message from the user:\n\n"+answer) {
+		t.Errorf("request 2's user turn %q lacks the answer", last)
+	}
+	wasFed(t, reqs, 3, ok("Nobody answered within 2s"))
+	if n := carries(reqs[2], answer); n != 1 {
+		t.Errorf("request 3 carries the answer %d times; want once", n)
 	}
 }
