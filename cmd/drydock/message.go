@@ -10,7 +10,7 @@ import (
 // MessageCmd sends a message to a job's agent (issue 16 §1).
 type MessageCmd struct {
 	ID   string `arg:"" name:"id" help:"Job id."`
-	Text string `arg:"" help:"The message, or - to read it from standard input (1 byte to 64 KiB of UTF-8 text)."`
+	Text string `arg:"" help:"The message, or - to read it from standard input (1 byte to 64 KiB of UTF-8 text; put -- before a message that starts with a dash)."`
 	JSON bool   `name:"json" help:"Print the stored user_message event as returned by the server."`
 }
 
