@@ -352,3 +352,38 @@ func TestResumeClearsStaleQuestion(t *testing.T) {
 		t.Errorf("waiting_for went %q; want it cleared", got)
 	}
 }
+
+// A message stored while the model is answering is delivered before the
+// next model call, once.
+func TestMessageDuringModelCallIsDeliveredNext(t *testing.T) {
+	t.Parallel()
+	const msg = "Also write a README."
+	var rec *recorder
+	b := setup(t, agent.ProviderAnthropic, llmtest.Options{Func: func(r *llmtest.Request) llmtest.Turn {
+		switch r.N {
+		case 1:
+			rec.post(msg) // the person types while the model thinks
+			return bash("echo one")
+		case 2:
+			return bash("echo two")
+		}
+		return finish("done")
+	}}, agent.Config{})
+	rec = b.rec
+	if _, err := b.runWith(t.Context(), job("Write code."), nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	reqs := b.srv.Requests()
+	if n := mentions(reqs[0], msg); n != 0 {
+		t.Errorf("request 1 carries the message %d times", n)
+	}
+	contains(t, "request 2's user turn", reqs[1].LastUser().Text, msg)
+	for i, r := range reqs[1:] {
+		if n := mentions(r, msg); n != 1 {
+			t.Errorf("request %d carries the message %d times; want once", i+2, n)
+		}
+	}
+	if got := b.rec.delivered(t); len(got) != 1 {
+		t.Errorf("delivery marks %v; want one", got)
+	}
+}
