@@ -1,12 +1,14 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/drydockhq/drydock"
+	"github.com/drydockhq/drydock/agent/transcript"
 )
 
 // drydock message sends its argument, or standard input with -, and says
@@ -95,5 +97,24 @@ func TestLogsShowMessages(t *testing.T) {
 		fmt.Sprintf("the agent received the message of event %d", m.Seq))
 	if strings.Count(out, "8080") != 1 || strings.Contains(out, "\x1b") {
 		t.Errorf("logs:\n%s\nwant the message once, escaped", out)
+	}
+}
+
+// drydock replay skips ask_user: it waited for a person, not the sandbox.
+func TestReplaySkipsAskUser(t *testing.T) {
+	t.Parallel()
+	b := newTrajectory("0193aaaa-0000-7000-8000-0000000005e9")
+	b.call("ask_user", `{"question": "Which port?"}`, &transcript.Observation{Output: "The user answered; their message follows."})
+	b.call("finish", `{"summary": "done"}`, &transcript.Observation{Output: "The task is finished.", Summary: "done"})
+	out, _, err := replayRun(t, "", b.write(t), "--runtime", "local", "--data-dir", t.TempDir(), "--json")
+	if err != nil {
+		t.Fatalf("replay: %v\n%s", err, out)
+	}
+	var r replayReport
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Steps) != 2 || r.Steps[0].Result != replaySkipped || !strings.Contains(r.Steps[0].Reason, "waits for a person") {
+		t.Errorf("steps %+v; want ask_user skipped", r.Steps)
 	}
 }
