@@ -17,6 +17,14 @@ type AgentRun struct {
 	History []*Event
 	// Progress records steps and usage; the runner persists it.
 	Progress func(ctx context.Context, steps int, usage Usage) error
+	// Inbox returns the job's EventUserMessage events with Seq > after, in
+	// order (issue 16 §1); nil when the job takes no messages. The agent
+	// asks before every model call and marks each message it delivers
+	// (LogMessageDelivered), so a message reaches the model exactly once.
+	Inbox func(ctx context.Context, after int64) ([]*Event, error)
+	// Ask records the question an interactive job's agent waits on as the
+	// job's waiting_for ("" clears it); nil when no one can be asked.
+	Ask func(ctx context.Context, question string) error
 }
 
 // AgentOutcome is how an agent ended a run that did not fail.

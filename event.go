@@ -21,6 +21,22 @@ const (
 	EventSummary      EventType = "summary"      // {"summary"}: the agent's final report
 )
 
+// Kinds of EventLog events of messages to a job's agent (issue 16 §1, msg).
+const (
+	// LogMessageDelivered: {"kind", "seq", "step", "message", "notice":
+	// true}: the agent received the user_message numbered seq before the
+	// model call of step; message is the text as the model reads it. The
+	// prompt shows it where this event stands, never where the
+	// user_message does, so a resumed run builds the same prompt.
+	LogMessageDelivered = "message_delivered"
+	// LogAskUser: {"kind", "question", "level", "message"}: an interactive
+	// job's agent asked the user a question and waits for a message.
+	LogAskUser = "ask_user"
+	// LogMessageUndelivered: {"kind", "seq", "level", "message"}: the job
+	// ended before its agent received the user_message numbered seq.
+	LogMessageUndelivered = "message_undelivered"
+)
+
 // Event is one entry of a job's append-only log. Seq numbers events of one job
 // from 1 without gaps; it is the SSE id used for resuming.
 type Event struct {

@@ -80,6 +80,9 @@ type JobSpec struct {
 	// Repo is the git repository cloned into the workspace before the
 	// agent starts; nil starts from an empty workspace.
 	Repo *RepoSpec `json:"repo,omitempty"`
+	// Interactive offers the agent the ask_user tool: it may ask the
+	// user a question and wait for a message (issue 16).
+	Interactive bool `json:"interactive,omitempty"`
 }
 
 // Normalize trims the task and fills no defaults: defaults are the server's
@@ -200,6 +203,9 @@ type Job struct {
 	// PushedCommit is the commit a completed job pushed to its
 	// repository's push branch.
 	PushedCommit string `json:"pushed_commit,omitempty"`
+	// WaitingFor is the question an interactive job's agent asked and
+	// waits on an answer to; empty when it waits for nothing.
+	WaitingFor string `json:"waiting_for,omitempty"`
 
 	JobSpec
 

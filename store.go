@@ -99,4 +99,15 @@ type Store interface {
 	// Ping checks that the store answers (readiness).
 	Ping(ctx context.Context) error
 	Close() error
+
+	// Messages to a job's agent (issue 16 §1, msg).
+
+	// AppendMessage appends e as AppendEvent does, but only to a job that
+	// has not finished, checked in the same transaction: ECONFLICT once
+	// the job is terminal, since no agent would ever read it.
+	AppendMessage(ctx context.Context, e *Event) error
+	// SetWaitingFor records the question the agent of a running job owned
+	// by owner waits on ("" clears it); ELEASELOST if owner lost the job.
+	// FinishJob clears it.
+	SetWaitingFor(ctx context.Context, id, owner, question string) error
 }

@@ -80,6 +80,8 @@ type Config struct {
 	BashTimeout     time.Duration
 	BashIdleTimeout time.Duration
 	CodeTimeout     time.Duration
+	// AskTimeout is how long ask_user waits for an answer (default 30m).
+	AskTimeout time.Duration
 
 	// Dial returns the client of a sandbox's toolboxd (default toolbox.New).
 	Dial func(*drydock.Sandbox) *toolbox.Client
@@ -118,6 +120,9 @@ func New(cfg Config, log *slog.Logger) (*Agent, error) {
 	}
 	if cfg.KeepImages <= 0 {
 		cfg.KeepImages = 3
+	}
+	if cfg.AskTimeout <= 0 {
+		cfg.AskTimeout = defaultAskTimeout
 	}
 	if cfg.StuckLimit <= 0 {
 		cfg.StuckLimit = 3

@@ -46,6 +46,9 @@ func (r *run) budget(ctx context.Context) error {
 
 // step asks the model for a turn, runs its tool calls, and records it all.
 func (r *run) step(ctx context.Context) error {
+	if err := r.deliver(ctx); err != nil {
+		return err
+	}
 	prompt, err := r.window.Prompt(ctx)
 	if err != nil {
 		if ctx.Err() != nil {

@@ -62,6 +62,10 @@ type run struct {
 	stuck stuck
 	// outcome is set once finish succeeded.
 	outcome *drydock.AgentOutcome
+	// inboxAfter is the newest seq looked at for messages; inbox holds
+	// the messages found and not yet delivered (agent/inbox.go).
+	inboxAfter int64
+	inbox      []*drydock.Event
 }
 
 // usageEvent is the data of an EventUsage event: the step's usage and
@@ -119,6 +123,7 @@ func (a *Agent) start(ctx context.Context, ar *drydock.AgentRun) (*run, error) {
 	}
 	desktop := info.Desktop || ar.Sandbox.Profile == drydock.ProfileDesktop || ar.Job.Profile == drydock.ProfileDesktop
 	resumed := r.resume()
+	r.initInbox()
 	toolEnv := tools.Env{
 		Box:             r.box,
 		Workspace:       info.Workspace,
@@ -130,6 +135,9 @@ func (a *Agent) start(ctx context.Context, ar *drydock.AgentRun) (*run, error) {
 		CodeTimeout:     a.cfg.CodeTimeout,
 		Log:             r.log,
 	}
+	if ar.Job.Interactive && ar.Ask != nil {
+		toolEnv.Ask = r.ask
+	}
 	r.tools = tools.New(toolEnv)
 	r.system = systemPrompt(env{
 		Workspace: info.Workspace,
@@ -138,6 +146,7 @@ func (a *Agent) start(ctx context.Context, ar *drydock.AgentRun) (*run, error) {
 		Images:    r.images,
 		MaxSteps:  r.maxSteps,
 		Now:       a.cfg.Now(),
+		Ask:       toolEnv.Ask != nil,
 	})
 	r.meter = tokens.NewMeter(tokens.For(a.Provider(), model))
 	r.calibrate()
@@ -175,6 +184,7 @@ func (a *Agent) start(ctx context.Context, ar *drydock.AgentRun) (*run, error) {
 		r.emit(ctx, drydock.EventLog, map[string]string{"level": "warn",
 			"message": fmt.Sprintf("no price is known for model %s: its cost is counted as 0", model)})
 	}
+	r.clearStaleQuestion(ctx)
 	if resumed {
 		if err := r.settle(ctx); err != nil {
 			r.box.Close()

@@ -13,6 +13,9 @@ import (
 type Principal struct {
 	ID    string // token id; "local" in development mode
 	Admin bool
+	// Name is the token's name ("" in development mode): who sent a
+	// message to an agent.
+	Name string
 }
 
 type principalKey struct{}
@@ -61,7 +64,7 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			s.writeError(w, r, err)
 			return
 		}
-		p := Principal{ID: tok.ID, Admin: tok.Admin}
+		p := Principal{ID: tok.ID, Admin: tok.Admin, Name: tok.Name}
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, p)))
 	})
 }

@@ -26,10 +26,12 @@ type createRequest struct {
 	// Secrets are write-only: no answer, event or log line shows a value.
 	Secrets drydock.SecretValues `json:"secrets"`
 	Repo    *drydock.RepoSpec    `json:"repo"`
+	// Interactive offers the agent ask_user (issue 16).
+	Interactive bool `json:"interactive"`
 }
 
 var createBody = bodyHelp{
-	fields:  "task (or prompt), model, max_steps, timeout, profile, metadata, context_budget, egress, secrets, repo",
+	fields:  "task (or prompt), model, max_steps, timeout, profile, metadata, context_budget, egress, secrets, repo, interactive",
 	example: `{"task": "..."}`,
 }
 
@@ -138,7 +140,7 @@ func (s *Server) readSpec(w http.ResponseWriter, r *http.Request) (drydock.JobSp
 // spec checks a decoded creation request and returns its job spec.
 func (req *createRequest) spec() (drydock.JobSpec, error) {
 	spec := drydock.JobSpec{Model: req.Model, MaxSteps: req.MaxSteps, Timeout: req.Timeout, Profile: req.Profile, Metadata: req.Metadata,
-		ContextBudget: req.Budget, Egress: req.Egress, Secrets: req.Secrets, Repo: req.Repo}
+		ContextBudget: req.Budget, Egress: req.Egress, Secrets: req.Secrets, Repo: req.Repo, Interactive: req.Interactive}
 	switch {
 	case req.Task != nil && req.Prompt != nil && strings.TrimSpace(*req.Task) != strings.TrimSpace(*req.Prompt):
 		return spec, drydock.Errorf(drydock.EINVALID, `give either "task" or its synonym "prompt", not two different texts`)

@@ -30,6 +30,7 @@ func FuzzRequest(f *testing.F) {
 		{"GET", "//v1//jobs", "Bearer\tddk_x"},
 		{"PROPFIND", "/v1/jobs/%00", "Bearer \x00"},
 		{"GET", "/v1/jobs/00000000-0000-0000-0000-000000000000/diff?x=%ff", "Bearer ddk_x"},
+		{"POST", "/v1/jobs/01900000-0000-7000-8000-000000000000/messages", "Bearer ddk_x"},
 	}
 	for _, s := range seeds {
 		f.Add(s.method, s.target, s.auth)

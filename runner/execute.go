@@ -147,6 +147,7 @@ func (r *Runner) execute(ctx context.Context, cancel context.CancelCauseFunc, jo
 	if result.Summary != "" {
 		emit.Emit(endCtx, drydock.EventSummary, map[string]any{"summary": result.Summary})
 	}
+	r.noteUndelivered(endCtx, job, emit, log)
 	// Finish before destroying: a crash in between leaves a finished job
 	// whose sandbox the reaper removes, never a running job whose sandbox is
 	// gone.
@@ -275,6 +276,8 @@ func (r *Runner) runAgent(ctx context.Context, job *drydock.Job, sb *drydock.San
 		Progress: func(ctx context.Context, steps int, usage drydock.Usage) error {
 			return r.deps.Store.UpdateProgress(ctx, job.ID, r.owner, drydock.JobProgress{Steps: steps, Usage: usage})
 		},
+		Inbox: r.inbox(job.ID),
+		Ask:   r.ask(job.ID),
 	}
 	return r.deps.Agent.Run(ctx, run)
 }

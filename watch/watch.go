@@ -107,3 +107,21 @@ func (s *Store) UpdateProgress(ctx context.Context, id, owner string, p drydock.
 	}
 	return err
 }
+
+// AppendMessage wakes the job's streams like AppendEvent (issue 16).
+func (s *Store) AppendMessage(ctx context.Context, e *drydock.Event) error {
+	err := s.Store.AppendMessage(ctx, e)
+	if err == nil {
+		s.signal(e.JobID)
+	}
+	return err
+}
+
+// SetWaitingFor wakes the job's streams, which show the question.
+func (s *Store) SetWaitingFor(ctx context.Context, id, owner, question string) error {
+	err := s.Store.SetWaitingFor(ctx, id, owner, question)
+	if err == nil {
+		s.signal(id)
+	}
+	return err
+}

@@ -77,6 +77,10 @@ type Env struct {
 	// screenshot that shows its effect (default 500ms).
 	SettleDelay time.Duration
 	Log         *slog.Logger
+	// Ask, when set, offers ask_user (interactive jobs): it records the
+	// question, waits for an answer or a timeout, and returns what the
+	// model is told.
+	Ask func(ctx context.Context, question string) (string, error)
 }
 
 // Result is what a tool call returns to the model.
@@ -162,6 +166,9 @@ func New(env Env) *Set {
 	}
 	s.add(codeDef, (&code{env: &s.env}).run)
 	s.add(recallDef, (&recall{env: &s.env}).run)
+	if env.Ask != nil {
+		s.add(askUserDef, (&askUser{env: &s.env}).run)
+	}
 	s.add(finishDef, runFinish)
 	return s
 }

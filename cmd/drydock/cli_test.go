@@ -23,6 +23,7 @@ type clientCLI struct {
 	Download DownloadCmd `cmd:""`
 	Diff     DiffCmd     `cmd:""`
 	Cancel   CancelCmd   `cmd:""`
+	Message  MessageCmd  `cmd:""`
 	Egress   EgressCmd   `cmd:""`
 	Jobs     JobsCmd     `cmd:""`
 }

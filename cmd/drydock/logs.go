@@ -142,7 +142,21 @@ func (p *eventPrinter) print(e *drydock.Event) error {
 		return p.block("output", dim, ts, out, false)
 	case drydock.EventError:
 		return line("error", red, ansi(p.color, red, safe(firstLine(str("message")))))
+	case drydock.EventUserMessage:
+		text := str("text")
+		if from := str("from"); from != "" {
+			text = "(from " + from + ") " + text
+		}
+		return p.block("message", yellow, ts, text, false)
 	case drydock.EventLog:
+		switch str("kind") {
+		case drydock.LogMessageDelivered:
+			// The text is the user_message's, shown there already.
+			seq, _ := d["seq"].(float64)
+			return line("log", dim, fmt.Sprintf("the agent received the message of event %d", int64(seq)))
+		case drydock.LogAskUser:
+			return p.block("asks", yellow, ts, str("question"), false)
+		}
 		lc := dim
 		if lv := str("level"); lv == "error" || lv == "warn" {
 			lc = yellow

@@ -423,6 +423,9 @@ func (c *ReplayCmd) replay(ctx context.Context, set *tools.Set, rc *recordedCall
 	case tools.NameRecall:
 		s.Result, s.Reason = replaySkipped, "recall searches the job's history and has no effect on the sandbox"
 		return
+	case tools.NameAskUser:
+		s.Result, s.Reason = replaySkipped, "ask_user waits for a person and has no effect on the sandbox"
+		return
 	}
 	t0 := time.Now()
 	res := set.Run(ctx, llm.ToolCall{ID: rc.call.ID, Name: rc.call.Name, Input: rc.call.Input})
@@ -576,6 +579,8 @@ func describe(name string, input json.RawMessage) string {
 		d = str("summary")
 	case tools.NameRecall:
 		d = str("query")
+	case tools.NameAskUser:
+		d = str("question")
 	default:
 		d = string(input)
 	}

@@ -32,6 +32,9 @@ type ScheduleCmd struct {
 	Workspace  string            `placeholder:"DIR|FILE" help:"Start the job from these files: a directory is packed as it is sent (tar.gz; what its .gitignore files name and .git are left out), a FILE (tar, tar.gz or zip) is sent as it is."`
 	IncludeGit bool              `name:"include-git" help:"With a --workspace directory, pack its .git directory too (the history, for an agent that should use git)."`
 	Key        string            `name:"idempotency-key" placeholder:"KEY" help:"Send KEY as the request's Idempotency-Key (1 to 255 printable ASCII characters; default: a random one). Running the command again with the same KEY within the server's key lifetime (24 h by default) returns the job the first run created instead of creating a second; for scripts that retry."`
+
+	// Issue 16 §1 (msg).
+	Interactive bool `help:"Offer the agent the ask_user tool: it may ask you a question (drydock status shows it) and waits for your answer (drydock message) up to the server's --ask-timeout."`
 }
 
 func (c *ScheduleCmd) spec(g *Globals) (drydock.JobSpec, error) {
@@ -53,6 +56,7 @@ func (c *ScheduleCmd) spec(g *Globals) (drydock.JobSpec, error) {
 		Egress:   c.Egress,
 
 		ContextBudget: c.Budget,
+		Interactive:   c.Interactive,
 	}
 	if c.NoEgress {
 		s.Egress = []string{} // sent as [], which the server's default does not replace

@@ -45,6 +45,7 @@ type ServerCmd struct {
 	MaxCostUSD    float64         `name:"max-cost-usd" env:"DRYDOCK_MAX_COST_USD" help:"Most estimated model cost of one job in USD; 0 is no limit."`
 	MaxConcurrent int             `default:"2" env:"DRYDOCK_MAX_CONCURRENT" help:"Jobs this server runs at once; 0 serves the API only (another replica runs the jobs)."`
 	JobTimeout    time.Duration   `default:"30m" env:"DRYDOCK_JOB_TIMEOUT" help:"Default wall-time limit of a job."`
+	AskTimeout    time.Duration   `default:"30m" env:"DRYDOCK_ASK_TIMEOUT" help:"How long the agent of an interactive job waits for an answer to an ask_user question before it goes on without one."`
 	LeaseTTL      time.Duration   `default:"10s" help:"How long a job's lease lasts without a heartbeat: a dead replica's jobs move to another after at most this long."`
 	ReapInterval  time.Duration   `default:"1m" env:"DRYDOCK_REAP_INTERVAL" help:"How often this server looks for sandboxes whose job has ended (and purges expired idempotency keys). Shorter frees sandboxes of jobs that ended while a replica was down sooner, at the cost of a list call to the runtime each time."`
 	MaxUploadMiB  int64           `name:"max-upload-mib" default:"256" env:"DRYDOCK_MAX_UPLOAD_MIB" help:"Largest workspace archive a job can be created with, in MiB as sent; it may also expand to at most the sandbox's workspace size (--sandbox-disk-mib)."`
@@ -198,6 +199,7 @@ func (c *ServerCmd) Run(g *Globals) error {
 			Model:      c.Model,
 			MaxSteps:   c.MaxSteps,
 			MaxCostUSD: c.MaxCostUSD,
+			AskTimeout: c.AskTimeout,
 			Dial:       pool.Get,
 		}, log.With("component", "agent"))
 		if err != nil {

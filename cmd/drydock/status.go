@@ -55,6 +55,9 @@ func printStatus(w io.Writer, j *drydock.Job, color bool, now time.Time) error {
 		status += fmt.Sprintf(" (%s)", d)
 	}
 	coloured("Status", status)
+	if j.WaitingFor != "" {
+		coloured("Waiting for", fmt.Sprintf("%s  (answer with: drydock message %s TEXT)", safe(truncate(strings.ReplaceAll(j.WaitingFor, "\n", " "), 300)), cmdWord(j.ID)))
+	}
 	row("Task", truncate(firstLine(j.Task), 100))
 	row("Model", j.Model)
 	row("Profile", string(j.Profile))

@@ -192,6 +192,7 @@ func (s *Store) FinishJob(ctx context.Context, id, owner string, r drydock.JobRe
 				artifact_key = CASE WHEN $6::text = '' THEN artifact_key ELSE $6::text END,
 				artifact_size = CASE WHEN $6::text = '' THEN artifact_size ELSE $7::bigint END,
 				lease_owner = '', lease_expires_at = NULL, last_seq = last_seq + 1, secrets_sealed = NULL,
+				waiting_for = '',
 				pushed_commit = $9
 			WHERE `+leaseHeld+`
 			RETURNING id, last_seq, finished_at)

@@ -200,6 +200,7 @@ func (s *Store) FinishJob(ctx context.Context, id, owner string, r drydock.JobRe
 				artifact_key = CASE WHEN ? = '' THEN artifact_key ELSE ? END,
 				artifact_size = CASE WHEN ? = '' THEN artifact_size ELSE ? END,
 				lease_owner = '', lease_expires_at = NULL, last_seq = last_seq + 1, secrets_sealed = NULL,
+				waiting_for = '',
 				pushed_commit = ?
 			WHERE id = ? AND `+leaseHeld+` RETURNING last_seq`,
 			string(r.Status), r.Error, r.Summary, t,

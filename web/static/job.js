@@ -6,6 +6,7 @@ import { render } from './timeline.js';
 import { filesPanel } from './files.js';
 import { desktopPanel } from './desktop-view.js';
 import { diffPanel } from './diff.js';
+import { messageBox } from './messages.js';
 
 const REFRESH_MS = 2000;
 const JUPYTER_WAIT_MS = 120000; // how long "Open Jupyter" waits for a starting sandbox
@@ -25,9 +26,10 @@ export function jobPage(root, id, navigate) {
   const timeline = h('ol', { class: 'timeline', id: 'timeline', 'aria-label': 'Events, oldest first' });
   const streamState = h('span', { class: 'muted small', role: 'status' });
   const side = h('div', { class: 'job-side' });
+  const messages = messageBox(id);
   const body = h('div', { class: 'job-body' },
     h('section', { class: 'card timeline-card', 'aria-labelledby': 'timeline-h' },
-      h('div', { class: 'section-head' }, h('h2', { id: 'timeline-h' }, 'Timeline'), streamState), timeline),
+      h('div', { class: 'section-head' }, h('h2', { id: 'timeline-h' }, 'Timeline'), streamState), timeline, messages.el),
     side);
   root.append(h('p', {}, h('a', { href: '/' }, '← All jobs')), head, body);
 
@@ -54,6 +56,7 @@ export function jobPage(root, id, navigate) {
     if (j.error) outcome.push(h('div', { class: 'card error-box', role: 'alert' }, h('h2', {}, 'Error'), h('p', {}, j.error)));
     head.replaceChildren(
       h('div', { class: 'title-row' }, h('h1', { id: 'job-h' }, firstLine(j.task, 90) || 'Job'), statusPill(j.status)),
+      messages.banner,
       h('details', { class: 'task-full' }, h('summary', {}, 'Task'), h('pre', { class: 'prose' }, j.task)),
       h('dl', { class: 'facts' },
         fact('Job', h('code', {}, j.job_id)),
@@ -67,6 +70,7 @@ export function jobPage(root, id, navigate) {
         fact('Tokens', tokens(j.usage)),
         fact('Cost', cost(j.usage))),
       actions, ...outcome);
+    messages.update(j);
   }
 
   function renderSide() {

@@ -50,7 +50,13 @@ export function render(ev) {
   switch (ev.type) {
     case 'status':
       return item('status', h('p', {}, `Job is ${d.status}`, d.error ? `: ${d.error}` : ''));
+    case 'user_message':
+      return item(d.from ? `message from ${d.from}` : 'message', text(d.text, 'prose'));
     case 'log':
+      // The note of a delivered message carries its text again, for the
+      // model: shown once, as the user_message.
+      if (d.kind === 'message_delivered') return item('delivered', h('p', { class: 'muted' }, `The agent received the message of event ${d.seq}.`));
+      if (d.kind === 'ask_user') return item('question', text(d.question, 'prose'));
       return item(d.level === 'error' || d.level === 'warn' ? `log (${d.level})` : 'log', h('p', {}, d.message ?? ''));
     case 'model': {
       const calls = Array.isArray(d.tool_calls) ? d.tool_calls : [];

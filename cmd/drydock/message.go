@@ -1,0 +1,41 @@
+package main
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/drydockhq/drydock"
+)
+
+// MessageCmd sends a message to a job's agent (issue 16 §1).
+type MessageCmd struct {
+	ID   string `arg:"" name:"id" help:"Job id."`
+	Text string `arg:"" help:"The message, or - to read it from standard input (1 byte to 64 KiB of UTF-8 text; put -- before a message that starts with a dash)."`
+	JSON bool   `name:"json" help:"Print the stored user_message event as returned by the server."`
+}
+
+func (c *MessageCmd) Run(g *Globals) error {
+	text := c.Text
+	if text == "-" {
+		b, err := io.ReadAll(io.LimitReader(g.in(), drydock.MaxMessageBytes+1))
+		if err != nil {
+			return fmt.Errorf("read the message from standard input: %w", err)
+		}
+		text = string(b)
+	}
+	if err := drydock.ValidateMessageText(text); err != nil {
+		return fmt.Errorf("%s", drydock.ErrorMessage(err))
+	}
+	ctx, _, stop := g.signalContext()
+	defer stop()
+	ev, err := g.Client().SendMessage(ctx, c.ID, text)
+	if err != nil {
+		return g.explain(err, c.ID)
+	}
+	if c.JSON {
+		return writeJSON(g.out(), ev)
+	}
+	fmt.Fprintf(g.out(), "Sent to job %s (event %d); the agent reads it before its next model call (watch with: drydock logs %s -f).\n",
+		safe(ev.JobID), ev.Seq, cmdWord(ev.JobID))
+	return nil
+}

@@ -1,0 +1,69 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/drydockhq/drydock"
+)
+
+// AppendMessage appends e to the log of a job that has not finished, in one
+// statement: the status check and the seq increment lock the same row, so a
+// message can never land after the job's final status event.
+func (s *Store) AppendMessage(ctx context.Context, e *drydock.Event) error {
+	if e.JobID == "" {
+		return drydock.Errorf(drydock.EINVALID, "event job id is required")
+	}
+	if e.Type == "" {
+		return drydock.Errorf(drydock.EINVALID, "event type is required")
+	}
+	if len(e.Data) > drydock.MaxEventDataBytes {
+		return drydock.Errorf(drydock.ETOOLARGE, "event data is %d bytes; the limit is %d", len(e.Data), drydock.MaxEventDataBytes)
+	}
+	data := string(e.Data)
+	if len(e.Data) == 0 {
+		data = "null"
+	} else if !json.Valid(e.Data) {
+		return drydock.Errorf(drydock.EINVALID, "event data is not valid JSON")
+	}
+	if badKey(e.JobID) {
+		return notFound(e.JobID)
+	}
+	var (
+		seq int64
+		t   time.Time
+	)
+	err := s.pool.QueryRow(ctx, `WITH j AS (
+			UPDATE jobs SET last_seq = last_seq + 1 WHERE id = $1 AND status IN ('pending', 'running')
+			RETURNING id, last_seq)
+		INSERT INTO events (job_id, seq, type, time, data)
+		SELECT id, last_seq, $2::text, COALESCE($3::timestamptz, now()), $4::json FROM j
+		RETURNING seq, time`,
+		e.JobID, cleanText(string(e.Type)), dbTime(e.Time), data).Scan(&seq, &t)
+	if errors.Is(err, pgx.ErrNoRows) {
+		var status string
+		err = s.pool.QueryRow(ctx, `SELECT status FROM jobs WHERE id = $1`, e.JobID).Scan(&status)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+			err = notFound(e.JobID)
+		case err == nil:
+			err = drydock.Errorf(drydock.ECONFLICT, "job %s is %s; its agent reads no more messages", e.JobID, status)
+		}
+	}
+	if err != nil {
+		return wrapErr("append message to job "+e.JobID, err)
+	}
+	e.Seq = seq
+	e.Time = t.UTC()
+	return nil
+}
+
+// SetWaitingFor records the question the job's agent waits on.
+func (s *Store) SetWaitingFor(ctx context.Context, id, owner, question string) error {
+	return s.leaseUpdate(ctx, "set waiting_for", id, owner,
+		`UPDATE jobs SET waiting_for = $3 WHERE `+leaseHeld, cleanText(question))
+}
