@@ -13,6 +13,12 @@ const EventUserMessage EventType = "user_message"
 // MaxMessageBytes bounds one message to an agent.
 const MaxMessageBytes = 64 << 10
 
+// MaxMessagesPerJob bounds the messages one job takes, so that a caller
+// cannot grow a job's log (and the store) without end. Stores check it in
+// the write that appends the message; concurrent appends may pass it by a
+// few on Postgres.
+const MaxMessagesPerJob = 500
+
 // UserMessage is the data of an EventUserMessage event.
 type UserMessage struct {
 	Text string `json:"text"`

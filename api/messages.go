@@ -8,6 +8,7 @@ import (
 	"net/http"
 
 	"github.com/drydockhq/drydock"
+	"github.com/drydockhq/drydock/secretbox"
 )
 
 // maxMessagesBody bounds a body of POST /v1/jobs/{id}/messages. A message
@@ -57,8 +58,17 @@ func (s *Server) handleMessages(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	// A secret pasted into a message is masked before it is stored, as it
+	// is everywhere else the job's output goes; a server that cannot open
+	// the job's secrets cannot mask, so it stores nothing.
+	values, err := s.secretValues(job)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	text := secretbox.MaskString(*req.Text, values)
 	p := principalFrom(r.Context())
-	ev := drydock.NewEvent(job.ID, drydock.EventUserMessage, drydock.UserMessage{Text: *req.Text, From: p.Name})
+	ev := drydock.NewEvent(job.ID, drydock.EventUserMessage, drydock.UserMessage{Text: text, From: p.Name})
 	err = s.store.AppendMessage(r.Context(), ev)
 	if drydock.ErrorCode(err) == drydock.ECONFLICT {
 		// The job finished since it was read: the message is a follow-up.
@@ -73,7 +83,7 @@ func (s *Server) handleMessages(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	s.log.Info("message to agent", "job_id", job.ID, "seq", ev.Seq, "bytes", len(*req.Text), "by", p.ID)
+	s.log.Info("message to agent", "job_id", job.ID, "seq", ev.Seq, "bytes", len(text), "by", p.ID)
 	writeJSON(w, http.StatusAccepted, ev)
 }
 

@@ -41,7 +41,7 @@ func (s *Server) secretValues(job *drydock.Job) ([]string, error) {
 		}
 		s.log.Warn("open a job's secrets to mask its files", "job_id", job.ID, "err", err)
 	}
-	return nil, drydock.Errorf(drydock.EUNAVAILABLE, "job %s has secrets this server cannot open (its secrets key differs); its files are shown once the job has ended and its workspace is archived", job.ID)
+	return nil, drydock.Errorf(drydock.EUNAVAILABLE, "job %s has secrets this server cannot open (its secrets key differs), so it cannot mask them; its files are shown once the job has ended and its workspace is archived", job.ID)
 }
 
 // maskNames hides secret values in the names of a live listing.

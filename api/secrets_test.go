@@ -167,3 +167,46 @@ func TestLiveFilesMaskSecrets(t *testing.T) {
 		t.Errorf("files under another key: %d %s", resp.StatusCode, data)
 	}
 }
+
+// A secret value pasted into a message to the job's agent is stored
+// masked, like every other output of the job; a server that cannot open the
+// job's secrets refuses the message rather than store it unmasked.
+func TestMessageMasksTheJobsSecrets(t *testing.T) {
+	t.Parallel()
+	box := newBox(t)
+	b := setupLive(t, false, withSecrets(box))
+	j := b.schedule(t, b.alice, `{"task": "x", "secrets": {"GITHUB_TOKEN": "`+apiCanary+`"}}`)
+	resp, data := b.do(t, "POST", "/v1/jobs/"+j.ID+"/messages", b.alice, `{"text": "the token is `+apiCanary+`, use it"}`)
+	if resp.StatusCode != http.StatusAccepted || bytes.Contains(data, []byte(apiCanary)) {
+		t.Fatalf("message: %d %s", resp.StatusCode, data)
+	}
+	es, err := b.store.ListEvents(t.Context(), j.ID, 0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stored int
+	for _, e := range es {
+		if bytes.Contains(e.Data, []byte(apiCanary)) {
+			t.Errorf("event %d (%s) holds the secret: %s", e.Seq, e.Type, e.Data)
+		}
+		if e.Type == drydock.EventUserMessage && strings.Contains(string(e.Data), "the token is "+strings.Repeat("*", len(apiCanary))) {
+			stored++
+		}
+	}
+	if stored != 1 {
+		t.Errorf("%d masked messages stored; want 1", stored)
+	}
+
+	id := "0193aaaa-0000-7000-8000-00000000cafe"
+	sealed, _ := newBox(t).Seal(id, drydock.SecretValues{"GITHUB_TOKEN": apiCanary})
+	if err := b.store.CreateJob(t.Context(), &drydock.Job{ID: id, OwnerID: "tok_alice", SecretNames: []string{"GITHUB_TOKEN"}, SealedSecrets: sealed, JobSpec: drydock.JobSpec{Task: "x"}}); err != nil {
+		t.Fatal(err)
+	}
+	resp, data = b.do(t, "POST", "/v1/jobs/"+id+"/messages", b.alice, `{"text": "`+apiCanary+`"}`)
+	if resp.StatusCode != 503 || bytes.Contains(data, []byte(apiCanary)) || !strings.Contains(string(data), "cannot mask") {
+		t.Errorf("message under another key: %d %s", resp.StatusCode, data)
+	}
+	if es, _ := b.store.ListEvents(t.Context(), id, 0, 100); len(es) != 1 {
+		t.Errorf("the refused message left %d events; want only the creation's", len(es))
+	}
+}

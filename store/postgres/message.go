@@ -39,17 +39,24 @@ func (s *Store) AppendMessage(ctx context.Context, e *drydock.Event) error {
 	)
 	err := s.pool.QueryRow(ctx, `WITH j AS (
 			UPDATE jobs SET last_seq = last_seq + 1 WHERE id = $1 AND status IN ('pending', 'running')
+				AND (SELECT count(*) FROM events WHERE job_id = $1 AND type = $2::text) < $5
 			RETURNING id, last_seq)
 		INSERT INTO events (job_id, seq, type, time, data)
 		SELECT id, last_seq, $2::text, COALESCE($3::timestamptz, now()), $4::json FROM j
 		RETURNING seq, time`,
-		e.JobID, cleanText(string(e.Type)), dbTime(e.Time), data).Scan(&seq, &t)
+		e.JobID, cleanText(string(e.Type)), dbTime(e.Time), data, drydock.MaxMessagesPerJob).Scan(&seq, &t)
 	if errors.Is(err, pgx.ErrNoRows) {
-		var status string
-		err = s.pool.QueryRow(ctx, `SELECT status FROM jobs WHERE id = $1`, e.JobID).Scan(&status)
+		var (
+			status string
+			n      int
+		)
+		err = s.pool.QueryRow(ctx, `SELECT status, (SELECT count(*) FROM events WHERE job_id = $1 AND type = $2::text)
+			FROM jobs WHERE id = $1`, e.JobID, cleanText(string(e.Type))).Scan(&status, &n)
 		switch {
 		case errors.Is(err, pgx.ErrNoRows):
 			err = notFound(e.JobID)
+		case err == nil && (status == "pending" || status == "running") && n >= drydock.MaxMessagesPerJob:
+			err = drydock.Errorf(drydock.ETOOLARGE, "job %s already has %d messages, the most one job takes; cancel it, or send a follow-up once it has ended", e.JobID, n)
 		case err == nil:
 			err = drydock.Errorf(drydock.ECONFLICT, "job %s is %s; its agent reads no more messages", e.JobID, status)
 		}

@@ -25,6 +25,13 @@ func (s *Store) AppendMessage(ctx context.Context, e *drydock.Event) error {
 	t = t.UTC().Truncate(time.Microsecond)
 	var seq int64
 	err = s.w.do(ctx, func(ctx context.Context, tx *wtx) error {
+		var n int
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM events WHERE job_id = ? AND type = ?`, e.JobID, string(drydock.EventUserMessage)).Scan(&n); err != nil {
+			return err
+		}
+		if n >= drydock.MaxMessagesPerJob {
+			return tooManyMessages(e.JobID, n)
+		}
 		err := tx.QueryRowContext(ctx, `UPDATE jobs SET last_seq = last_seq + 1
 			WHERE id = ? AND status IN ('pending', 'running') RETURNING last_seq`, e.JobID).Scan(&seq)
 		if errors.Is(err, sql.ErrNoRows) {
@@ -76,4 +83,9 @@ func eventData(e *drydock.Event) ([]byte, error) {
 func (s *Store) SetWaitingFor(ctx context.Context, id, owner, question string) error {
 	return s.leaseUpdate(ctx, "set waiting_for", id, owner,
 		`UPDATE jobs SET waiting_for = ? WHERE id = ? AND `+leaseHeld, question, id, owner)
+}
+
+// tooManyMessages refuses a message past MaxMessagesPerJob.
+func tooManyMessages(id string, n int) error {
+	return drydock.Errorf(drydock.ETOOLARGE, "job %s already has %d messages, the most one job takes; cancel it, or send a follow-up once it has ended", id, n)
 }

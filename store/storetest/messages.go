@@ -20,6 +20,7 @@ func (s *suite) messageTests() map[string]func(t *testing.T) {
 		"WaitingForNeedsTheLease":     s.testWaitingForLease,
 		"WaitingForClearedAtTheEnd":   s.testWaitingForFinish,
 		"OldStyleJobIsNotInteractive": s.testNotInteractive,
+		"MessagesPerJobAreBounded":    s.testMessagesBounded,
 	}
 }
 
@@ -189,5 +190,32 @@ func (s *suite) testWaitingForFinish(t *testing.T) {
 	}
 	if got := mustGet(t, st, j.ID).WaitingFor; got != "" {
 		t.Fatalf("a finished job still waits for %q", got)
+	}
+}
+
+// testMessagesBounded: a job takes MaxMessagesPerJob messages and refuses
+// the next with ETOOLARGE, storing nothing; other events still append.
+func (s *suite) testMessagesBounded(t *testing.T) {
+	st := s.newStore(t)
+	j := mustCreate(t, st, newJob(t, "o"))
+	for i := range drydock.MaxMessagesPerJob {
+		if err := st.AppendMessage(t.Context(), userMessage(t, j.ID, "m")); err != nil {
+			t.Fatalf("message %d: %v", i+1, err)
+		}
+	}
+	before, err := st.ListEvents(t.Context(), j.ID, 0, 10000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = st.AppendMessage(t.Context(), userMessage(t, j.ID, "one more"))
+	if drydock.ErrorCode(err) != drydock.ETOOLARGE {
+		t.Fatalf("message %d: %v; want %s", drydock.MaxMessagesPerJob+1, err, drydock.ETOOLARGE)
+	}
+	after, err := st.ListEvents(t.Context(), j.ID, 0, 10000)
+	if err != nil || len(after) != len(before) {
+		t.Fatalf("the refused message changed the log: %d events, then %d (%v)", len(before), len(after), err)
+	}
+	if err := st.AppendEvent(t.Context(), drydock.NewEvent(j.ID, drydock.EventLog, map[string]string{"message": "still"})); err != nil {
+		t.Fatalf("another event after the bound: %v", err)
 	}
 }
