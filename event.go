@@ -21,6 +21,15 @@ const (
 	EventSummary      EventType = "summary"      // {"summary"}: the agent's final report
 )
 
+// Follow-ups (issue 16, part "follow").
+const (
+	// EventTask is {"text"}: the task a job of a chain of follow-ups was
+	// given. No log stores it: the runner puts one before each
+	// ancestor's events in AgentRun.Prior, so that the agent knows what
+	// each was asked.
+	EventTask EventType = "task"
+)
+
 // Event is one entry of a job's append-only log. Seq numbers events of one job
 // from 1 without gaps; it is the SSE id used for resuming.
 type Event struct {

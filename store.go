@@ -99,4 +99,11 @@ type Store interface {
 	// Ping checks that the store answers (readiness).
 	Ping(ctx context.Context) error
 	Close() error
+
+	// Follow-ups (issue 16, part "follow"). CreateJob stores
+	// Job.ParentJobID, and every read returns it.
+
+	// FollowUps returns the ids of the jobs whose ParentJobID is id,
+	// oldest first; none is an empty list, not an error.
+	FollowUps(ctx context.Context, id string) ([]string, error)
 }

@@ -28,7 +28,8 @@ const jobColumns = `id, owner_id, status, created_at, started_at, finished_at, e
 	sandbox_id, artifact_key, artifact_size, cancel_requested, lease_owner, lease_expires_at, attempts,
 	secret_names, secrets_sealed,
 	input_key, input_size, egress_source,
-	repo, pushed_commit`
+	repo, pushed_commit,
+	parent_job_id`
 
 // listColumns is jobColumns without the sealed secrets, which only the
 // worker that runs a job needs (up to 128 KiB a job).
@@ -51,7 +52,8 @@ func scanJob(row pgx.Row) (*drydock.Job, error) {
 		&j.SandboxID, &j.ArtifactKey, &j.ArtifactSize, &j.CancelRequested, &j.LeaseOwner, &leaseExpires, &j.Attempts,
 		&secretNames, &j.SealedSecrets,
 		&j.InputKey, &j.InputSize, &j.EgressSource,
-		&repo, &j.PushedCommit)
+		&repo, &j.PushedCommit,
+		&j.ParentJobID)
 	if err != nil {
 		return nil, err
 	}
@@ -163,9 +165,11 @@ func (ins *jobInsert) run(ctx context.Context, q queryRower) error {
 			INSERT INTO jobs (id, owner_id, status, created_at, task, model, max_steps, timeout_ms, profile, metadata, context_budget, egress,
 				secret_names, secrets_sealed,
 				input_key, input_size, last_seq, egress_source,
-				repo)
+				repo,
+				parent_job_id)
 			VALUES ($1, $2, 'pending', COALESCE($3, now()), $4, $5, $6, $7, $8, $9, $11, $12, $13, $14, $15, $16, 1, $17,
-				$18)
+				$18,
+				$19)
 			RETURNING id, created_at)
 		INSERT INTO events (job_id, seq, type, time, data)
 		SELECT id, 1, 'status', created_at, $10 FROM j
@@ -174,7 +178,8 @@ func (ins *jobInsert) run(ctx context.Context, q queryRower) error {
 		time.Duration(job.Timeout).Milliseconds(), string(job.Profile), ins.metadata, pendingEvent, job.ContextBudget, ins.egress,
 		ins.secretNames, job.SealedSecrets,
 		job.InputKey, job.InputSize, job.EgressSource,
-		ins.repo).Scan(&created)
+		ins.repo,
+		job.ParentJobID).Scan(&created)
 	switch {
 	case isUnique(err):
 		return drydock.Errorf(drydock.ECONFLICT, "job %s already exists", job.ID)

@@ -26,7 +26,8 @@ const jobColumns = `id, owner_id, status, created_at, started_at, finished_at, e
 	sandbox_id, artifact_key, artifact_size, cancel_requested, lease_owner, lease_expires_at, attempts,
 	secret_names, secrets_sealed,
 	input_key, input_size, egress_source,
-	repo, pushed_commit`
+	repo, pushed_commit,
+	parent_job_id`
 
 // listColumns is jobColumns without the sealed secrets, which only the
 // worker that runs a job needs (up to 128 KiB a job).
@@ -52,7 +53,8 @@ func scanJob(row scanner) (*drydock.Job, error) {
 		&j.SandboxID, &j.ArtifactKey, &j.ArtifactSize, &j.CancelRequested, &j.LeaseOwner, &leaseExpires, &j.Attempts,
 		&secretNames, &j.SealedSecrets,
 		&j.InputKey, &j.InputSize, &j.EgressSource,
-		&repo, &j.PushedCommit)
+		&repo, &j.PushedCommit,
+		&j.ParentJobID)
 	if err != nil {
 		return nil, err
 	}
@@ -163,14 +165,17 @@ func (ins *jobInsert) run(ctx context.Context, tx *wtx) error {
 		(id, owner_id, status, created_at, task, model, max_steps, timeout_ms, profile, metadata, context_budget, egress,
 		 secret_names, secrets_sealed,
 		 input_key, input_size, last_seq, egress_source,
-		 repo)
+		 repo,
+		 parent_job_id)
 		VALUES (?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?,
+		 ?,
 		 ?)`,
 		job.ID, job.OwnerID, createdText, job.Task, job.Model, job.MaxSteps,
 		time.Duration(job.Timeout).Milliseconds(), string(job.Profile), ins.metadata, job.ContextBudget, ins.egress,
 		ins.secretNames, job.SealedSecrets,
 		job.InputKey, job.InputSize, job.EgressSource,
-		ins.repo)
+		ins.repo,
+		job.ParentJobID)
 	if isConstraint(err) {
 		return drydock.Errorf(drydock.ECONFLICT, "job %s already exists", job.ID)
 	}
