@@ -192,6 +192,7 @@ func (s *Server) routesSetup() {
 	s.handle("GET /v1/jobs/{id}/artifact.tar.gz", authed(s.handleArtifactTarGz))
 	s.handle("GET /v1/jobs/{id}/artifact.zip", authed(s.handleArtifactZip))
 	s.handle("GET /v1/jobs/{id}/diff", authed(s.handleDiff))
+	s.handle("POST /v1/jobs/{id}/messages", authed(s.handleMessagesFinished)) // follow-ups only; api/messages.go at the merge
 	s.handle("GET /healthz", http.HandlerFunc(s.handleHealthz))
 	s.handle("GET /readyz", http.HandlerFunc(s.handleReadyz))
 	s.handle("GET /metrics", promhttp.HandlerFor(s.gatherer, promhttp.HandlerOpts{}))
