@@ -1,8 +1,13 @@
 package agent_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"image"
+	"image/png"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -190,4 +195,49 @@ func TestFollowUpResumes(t *testing.T) {
 	if n := strings.Count(text(again.srv.Requests()[0].Messages), "Append two."); n != 1 {
 		t.Errorf("the message is %d times in the resumed prompt; want once", n)
 	}
+}
+
+// The screenshots of the ancestors' latest steps come back from the
+// restored workspace into the follow-up's first prompt, as a resumed
+// run's do.
+func TestFollowUpShowsTheParentsScreenshots(t *testing.T) {
+	t.Parallel()
+	b := setup(t, agent.ProviderAnthropic, llmtest.Options{Turns: []llmtest.Turn{finish("seen")}}, agent.Config{Images: "on"})
+	png := tinyPNG(t)
+	shot := ".drydock/screenshots/step-0001-c1-1.png"
+	if err := os.MkdirAll(filepath.Join(b.ws, filepath.Dir(shot)), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(b.ws, shot), png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	prior := []*drydock.Event{
+		drydock.NewEvent("job-0", drydock.EventTask, map[string]string{"text": "Look at the screen."}),
+		drydock.NewEvent("job-0", drydock.EventModel, transcript.ModelTurn{Step: 1, ToolCalls: []llm.ToolCall{{ID: "c1", Name: "computer", Input: json.RawMessage(`{"action": "screenshot"}`)}}}),
+		drydock.NewEvent("job-0", drydock.EventObservation, transcript.Observation{Step: 1, ID: "c1", Name: "computer",
+			Images: []transcript.ImageRef{{Path: shot, MediaType: "image/png", Width: 1, Height: 1}}}),
+	}
+	cj := &drydock.Job{ID: "job-1", Status: drydock.StatusRunning, ParentJobID: "job-0", JobSpec: drydock.JobSpec{Task: "What did you see?"}}
+	if _, err := b.agent.Run(t.Context(), &drydock.AgentRun{Job: cj, Sandbox: b.sb, Events: b.rec, Prior: prior,
+		Progress: func(context.Context, int, drydock.Usage) error { return nil }}); err != nil {
+		t.Fatal(err)
+	}
+	var images int
+	for _, m := range b.srv.Requests()[0].Messages {
+		for _, r := range m.ToolResults {
+			images += len(r.Images)
+		}
+	}
+	if images != 1 {
+		t.Errorf("the follow-up's first prompt shows %d images; want the parent's screenshot", images)
+	}
+}
+
+func tinyPNG(t *testing.T) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := png.Encode(&buf, image.NewRGBA(image.Rect(0, 0, 1, 1))); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
 }
