@@ -113,7 +113,7 @@ func (s *Server) followUp(w http.ResponseWriter, r *http.Request, parent *drydoc
 	if req.Egress != nil {
 		egress, egressSource, err = s.cfg.Egress.Resolve(spec.Egress)
 	} else if err = s.cfg.Egress.Check(egress); err != nil {
-		err = fmt.Errorf("%w (inherited from job %s; give \"egress\" to replace it)", err, parent.ID)
+		err = drydock.Errorf(drydock.ErrorCode(err), "%s (the list is inherited from job %s; give \"egress\" to replace it)", drydock.ErrorMessage(err), parent.ID)
 	}
 	if err != nil {
 		s.writeError(w, r, err)

@@ -297,6 +297,9 @@ func TestFollowUpIdempotent(t *testing.T) {
 	if r1.StatusCode != 201 || r2.StatusCode != 201 || j1.ID == "" || j1.ID != j2.ID || r2.Header.Get("Idempotent-Replayed") != "true" {
 		t.Fatalf("retry: %d %s / %d %s; want one job, the second answer replayed", r1.StatusCode, d1, r2.StatusCode, d2)
 	}
+	if j1.ParentJobID != parent.ID {
+		t.Errorf("idempotent follow-up stored with parent %q", j1.ParentJobID)
+	}
 	if inputs := b.inputs(t); len(inputs) != 1 {
 		t.Errorf("a replayed follow-up left its copy of the archive: %v", inputs)
 	}
@@ -366,4 +369,22 @@ func (b *bundle) inputs(t *testing.T) []string {
 		return nil
 	})
 	return found
+}
+
+// An inherited egress list is held to the server's ceiling as it is now:
+// a list the operator no longer allows is refused, saying where it came
+// from, and a follow-up that gives a list within the ceiling is taken.
+func TestFollowUpEgressWithinTheCeiling(t *testing.T) {
+	t.Parallel()
+	b := setup(t, false)
+	parent, _ := b.finishedJob(t, b.alice, `{"task": "x", "egress": ["registry.npmjs.org:443", "pypi.org:443"]}`, map[string]string{"a": "1"}, drydock.StatusComplete)
+	withEgressPolicy(t, b, nil, []string{"pypi.org"})
+	resp, data := b.do(t, "POST", "/v1/jobs/"+parent.ID+"/messages", b.alice, `{"text": "go on"}`)
+	if resp.StatusCode != http.StatusForbidden || !strings.Contains(string(data), "registry.npmjs.org") || !strings.Contains(string(data), "inherited from job "+parent.ID) {
+		t.Fatalf("inherited list outside the ceiling: %d %s; want 403 naming the entry and the parent", resp.StatusCode, data)
+	}
+	child, _ := b.followUp(t, b.alice, parent.ID, `{"text": "go on", "egress": ["pypi.org:443"]}`)
+	if !slices.Equal(child.Egress, []string{"pypi.org:443"}) || child.EgressSource != drydock.EgressFromJob {
+		t.Errorf("follow-up egress %v (%s); want its own list", child.Egress, child.EgressSource)
+	}
 }
