@@ -23,10 +23,10 @@ const (
 
 // Follow-ups (issue 16, part "follow").
 const (
-	// EventTask is {"text"}: the task a job of a chain of follow-ups was
-	// given. No log stores it: the runner puts one before each
-	// ancestor's events in AgentRun.Prior, so that the agent knows what
-	// each was asked.
+	// EventTask is {"text", "status", "error"}: the task a job of a chain
+	// of follow-ups was given and how it ended. No log stores it: the
+	// runner puts one before each ancestor's events in AgentRun.Prior, so
+	// that the agent knows what each was asked and how it went.
 	EventTask EventType = "task"
 )
 

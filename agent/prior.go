@@ -38,21 +38,23 @@ func fromPrior(ar *drydock.AgentRun) priorStart {
 	if len(ar.Prior) == 0 {
 		return priorStart{task: ar.Job.Task}
 	}
-	var p priorStart
+	var (
+		p     priorStart
+		ended priorTask // how the job before ended
+	)
 	for i, e := range ar.Prior {
 		switch e.Type {
 		case drydock.EventTask:
-			var t struct {
-				Text string `json:"text"`
-			}
+			var t priorTask
 			if json.Unmarshal(e.Data, &t) != nil {
 				continue
 			}
 			if i == 0 {
-				p.task = t.Text
+				p.task, ended = t.Text, t
 				continue
 			}
-			p.events = append(p.events, followUpNotice(e.JobID, t.Text))
+			p.events = append(p.events, followUpNotice(e.JobID, ended, t.Text))
+			ended = t
 		case drydock.EventModel:
 			var t transcript.ModelTurn
 			if json.Unmarshal(e.Data, &t) == nil {
@@ -66,14 +68,33 @@ func fromPrior(ar *drydock.AgentRun) priorStart {
 	if p.task == "" {
 		p.task = "(The task of the earlier work was not recorded; the conversation below shows what was done.)"
 	}
-	p.events = append(p.events, followUpNotice(ar.Job.ID, ar.Job.Task))
+	p.events = append(p.events, followUpNotice(ar.Job.ID, ended, ar.Job.Task))
 	return p
 }
 
+// priorTask is the data of an EventTask: a job's task and how it ended.
+type priorTask struct {
+	Text   string            `json:"text"`
+	Status drydock.JobStatus `json:"status"`
+	Error  string            `json:"error"`
+}
+
 // followUpNotice is a job's message, shown to the model after the steps
-// of the job it follows up.
-func followUpNotice(jobID, text string) *drydock.Event {
-	msg := fmt.Sprintf("# Follow-up\nThe work above has ended. The user asks you to continue it; the workspace is as that work left it.\n\nYour task now:\n\n%s", text)
+// of the job it follows up, with how that one ended.
+func followUpNotice(jobID string, ended priorTask, text string) *drydock.Event {
+	how := "has ended"
+	switch ended.Status {
+	case drydock.StatusComplete:
+		how = "is complete"
+	case drydock.StatusCancelled:
+		how = "was cancelled by the user"
+	case drydock.StatusError:
+		how = "ended with an error"
+		if ended.Error != "" {
+			how += ": " + ended.Error
+		}
+	}
+	msg := fmt.Sprintf("# Follow-up\nThe work above %s. The user asks you to continue it; the workspace is as that work left it.\n\nYour task now:\n\n%s", how, text)
 	return drydock.NewEvent(jobID, drydock.EventLog, transcript.Notice{Level: "info", Message: msg, Notice: true})
 }
 

@@ -23,7 +23,7 @@ import (
 // task and logged events: the task, then the events of the kinds a prompt
 // is built from.
 func priorOf(jobID, task string, events []*drydock.Event) []*drydock.Event {
-	out := []*drydock.Event{drydock.NewEvent(jobID, drydock.EventTask, map[string]string{"text": task})}
+	out := []*drydock.Event{drydock.NewEvent(jobID, drydock.EventTask, map[string]string{"text": task, "status": string(drydock.StatusComplete)})}
 	for _, e := range events {
 		if slices.Contains(drydock.PriorKinds, e.Type) {
 			out = append(out, e)
@@ -105,7 +105,7 @@ func TestFollowUpContinuesTheParentsConversation(t *testing.T) {
 		first := reqs[0].Messages
 		contains(t, "first message", first[0].Text, "Write notes.txt.")
 		all := text(first)
-		contains(t, "first prompt", all, "Writing the notes.", "parent-was-here", "wrote notes.txt", "# Follow-up", "Now add a footer.")
+		contains(t, "first prompt", all, "Writing the notes.", "parent-was-here", "wrote notes.txt", "# Follow-up\nThe work above is complete.", "Now add a footer.")
 		if strings.Index(all, "parent-was-here") > strings.Index(all, "Now add a footer.") {
 			t.Error("the new message comes before the parent's steps")
 		}
@@ -240,4 +240,19 @@ func tinyPNG(t *testing.T) []byte {
 		t.Fatal(err)
 	}
 	return buf.Bytes()
+}
+
+// The follow-up's message says how the work before it ended: a model
+// continuing a failed run should know it failed.
+func TestFollowUpSaysHowTheParentEnded(t *testing.T) {
+	t.Parallel()
+	b := setup(t, agent.ProviderOpenAI, llmtest.Options{Turns: []llmtest.Turn{finish("ok")}}, agent.Config{})
+	prior := []*drydock.Event{drydock.NewEvent("job-0", drydock.EventTask, map[string]string{"text": "Build it.", "status": "error", "error": "job timed out after 10m0s"})}
+	cj := &drydock.Job{ID: "job-1", Status: drydock.StatusRunning, ParentJobID: "job-0", JobSpec: drydock.JobSpec{Task: "Try again, faster."}}
+	if _, err := b.agent.Run(t.Context(), &drydock.AgentRun{Job: cj, Sandbox: b.sb, Events: b.rec, Prior: prior,
+		Progress: func(context.Context, int, drydock.Usage) error { return nil }}); err != nil {
+		t.Fatal(err)
+	}
+	// The parent made no step: the message joins the first one.
+	contains(t, "first message", b.srv.Requests()[0].Messages[0].Text, "Build it.", "The work above ended with an error: job timed out after 10m0s.", "Try again, faster.")
 }

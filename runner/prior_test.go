@@ -93,7 +93,8 @@ func TestFollowUpGetsItsAncestorsConversation(t *testing.T) {
 	if strings.Join(got, ",") != strings.Join(want, ",") {
 		t.Fatalf("prior:\n got %v\nwant %v", got, want)
 	}
-	if !strings.Contains(string(ag.prior[0].Data), "root task") || !strings.Contains(string(ag.prior[4].Data), "second task") {
+	if !strings.Contains(string(ag.prior[0].Data), "root task") || !strings.Contains(string(ag.prior[4].Data), "second task") ||
+		!strings.Contains(string(ag.prior[4].Data), `"status":"cancelled"`) {
 		t.Errorf("the tasks in prior: %s, %s", ag.prior[0].Data, ag.prior[4].Data)
 	}
 	for _, e := range ag.history {
