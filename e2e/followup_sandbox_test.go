@@ -17,10 +17,20 @@ import (
 // into a fresh sandbox) and its conversation (the first model request
 // holds the parent's task and turns, then the new message); its archive
 // holds the parent's files and its own, its diff is against the parent's
-// result, and a follow-up of the follow-up sees both earlier jobs.
+// result, and a follow-up of the follow-up sees both earlier jobs. On
+// Docker and on Podman.
 func TestFollowUpInSandbox(t *testing.T) {
 	t.Parallel()
-	e := newAgentEnv(t, "docker", "DRYDOCK_TEST_DOCKER_HOST", "openai", llmtest.Options{Turns: []llmtest.Turn{
+	for _, eng := range engines() {
+		t.Run(eng.name, func(t *testing.T) {
+			t.Parallel()
+			followUpInSandbox(t, eng.name, eng.env)
+		})
+	}
+}
+
+func followUpInSandbox(t *testing.T, engine, engineEnv string) {
+	e := newAgentEnv(t, engine, engineEnv, "openai", llmtest.Options{Turns: []llmtest.Turn{
 		// The parent.
 		{Text: "Writing the parent's notes.", ToolCalls: []llm.ToolCall{
 			llmtest.Call("str_replace_based_edit_tool", `{"command": "create", "path": "/workspace/notes.txt", "file_text": "parent line\n"}`),
