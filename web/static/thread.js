@@ -16,7 +16,7 @@ export function threadPanel(id) {
     h('h2', { id: 'thread-h' }, 'Thread'),
     h('p', { class: 'muted small' }, 'A follow-up starts from the workspace its parent left and from the conversation so far.'),
     list);
-  let ancestors = null; // finished jobs: loaded once
+  let ancestors = null; // finished jobs: loaded and built once, so an opened timeline stays open
   let shown = '';
 
   async function loadAncestors(job, signal) {
@@ -79,7 +79,10 @@ export function threadPanel(id) {
       el.hidden = true;
       return;
     }
-    if (ancestors === null) ancestors = job.parent_job_id ? await loadAncestors(job, signal) : [];
+    if (ancestors === null) {
+      const chain = job.parent_job_id ? await loadAncestors(job, signal) : [];
+      ancestors = chain.map((a) => entry(a, 'ancestor', a.missing ? null : pastTimeline(a, signal)));
+    }
     const key = JSON.stringify([job.status, job.task, followUps]);
     if (key === shown) return;
     const children = await Promise.all(followUps.map((cid, i) => i >= MAX_LISTED
@@ -87,11 +90,17 @@ export function threadPanel(id) {
       : call(jobURL(cid), { signal }).catch((err) => ({ job_id: cid, missing: err.message }))));
     shown = key;
     list.replaceChildren(
-      ...ancestors.map((a) => entry(a, 'ancestor', a.missing ? null : pastTimeline(a, signal))),
+      ...ancestors,
       entry(job, 'current'),
       ...children.map((c) => entry(c, 'follow-up')));
     el.hidden = false;
   }
 
-  return { el, update };
+  // One update at a time: the page refreshes every few seconds, and an
+  // update waits for the API.
+  let queue = Promise.resolve();
+  return {
+    el,
+    update: (job, signal) => (queue = queue.then(() => update(job, signal)).catch(() => {})),
+  };
 }
