@@ -2,6 +2,7 @@ package e2e_test
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -64,6 +65,15 @@ func TestBrowserShowsTheThreadOfFollowUps(t *testing.T) {
 	waitJS(t, ctx, 20*time.Second, `location.pathname === "/jobs/`+root+`" && document.querySelectorAll("#thread-list .thread-follow-up").length === 1`)
 	if got := eval[string](t, ctx, `document.querySelector("#thread-list .thread-follow-up").dataset.jobId`); got != mid {
 		t.Errorf("the root's follow-up is %q; want %s", got, mid)
+	}
+	// The list marks follow-ups.
+	within(t, ctx, 15*time.Second, chromedp.Navigate(s.url()+"/"))
+	waitJS(t, ctx, 20*time.Second, `document.querySelector('tr[data-id="`+mid+`"]') !== null`)
+	if got := eval[string](t, ctx, `document.querySelector('tr[data-id="`+mid+`"] .task-cell').textContent`); !strings.Contains(got, "follow-up") {
+		t.Errorf("the list does not mark the follow-up: %q", got)
+	}
+	if got := eval[string](t, ctx, `document.querySelector('tr[data-id="`+root+`"] .task-cell').textContent`); strings.Contains(got, "follow-up") {
+		t.Errorf("the list marks a job that started afresh: %q", got)
 	}
 	lone := s.schedule(`{"task": "alone [fake:steps=1]"}`)
 	within(t, ctx, 15*time.Second, chromedp.Navigate(s.url()+"/jobs/"+lone))
