@@ -139,3 +139,67 @@ func promptText(msgs []llm.Message) string {
 	}
 	return b.String()
 }
+
+// A follow-up whose server is killed (SIGKILL) mid-step resumes after the
+// restart from the same place: its workspace is not restored again over
+// its own work, its prompt still holds the parent's conversation and the
+// message once, and only its own steps count.
+func TestFollowUpResumesAfterKill9(t *testing.T) {
+	t.Parallel()
+	e := newAgentEnv(t, "docker", "DRYDOCK_TEST_DOCKER_HOST", "openai", llmtest.Options{Turns: []llmtest.Turn{
+		{ToolCalls: []llm.ToolCall{llmtest.Call("bash", `{"command": "echo parent > notes.txt"}`)}},
+		{ToolCalls: []llm.ToolCall{llmtest.Call("finish", `{"summary": "parent done"}`)}},
+		{Text: "Working on the follow-up.", ToolCalls: []llm.ToolCall{llmtest.Call("bash", `{"command": "echo child >> notes.txt && sleep 30"}`)}},
+		{ToolCalls: []llm.ToolCall{llmtest.Call("bash", `{"command": "cat notes.txt"}`)}},
+		{ToolCalls: []llm.ToolCall{llmtest.Call("finish", `{"summary": "child done"}`)}},
+	}})
+	parentID, parent := e.run(`{"task": "Start the notes."}`, 2*time.Minute)
+	if parent.Status != drydock.StatusComplete {
+		t.Fatalf("parent: %s %q\n%s", parent.Status, parent.Error, e.logs)
+	}
+	code, data := e.do("POST", "/v1/jobs/"+parentID+"/messages", "", `{"text": "Add a child line."}`)
+	if code != 201 {
+		t.Fatalf("follow-up: %d %s", code, data)
+	}
+	var child drydock.Job
+	json.Unmarshal(data, &child)
+	// Kill the server while the follow-up's first command runs.
+	deadline := time.Now().Add(time.Minute)
+	for len(e.model.Requests()) < 3 || !slices.ContainsFunc(e.events(child.ID), func(ev *drydock.Event) bool { return ev.Type == drydock.EventToolCall }) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the follow-up's first command did not start\n%s", e.logs)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	time.Sleep(500 * time.Millisecond) // the echo has run; the sleep holds the shell
+	e.kill()
+	e.start()
+	got, _ := e.waitTerminal(child.ID, 2*time.Minute)
+	if got.Status != drydock.StatusComplete || got.Steps != 3 || got.Summary != "child done" {
+		t.Fatalf("resumed follow-up: %s steps=%d summary=%q err=%q\n%s", got.Status, got.Steps, got.Summary, got.Error, e.logs)
+	}
+	reqs := e.model.Requests()
+	if len(reqs) != 5 {
+		t.Fatalf("%d model requests; want 5", len(reqs))
+	}
+	prompt := promptText(reqs[3].Messages)
+	if !strings.Contains(reqs[3].Messages[0].Text, "Start the notes.") || strings.Count(prompt, "Add a child line.") != 1 {
+		t.Errorf("the resumed follow-up's prompt lacks the parent's task or does not hold the message once:\n%s", prompt)
+	}
+	wasFed(t, reqs, 4, failed("interrupted by a restart"))
+	// Restored once: the child's line, written before the kill, is still there.
+	wasFed(t, reqs, 5, ok("parent\nchild"))
+	var steps []int
+	for _, ev := range e.events(child.ID) {
+		if ev.Type == drydock.EventModel {
+			var m struct {
+				Step int `json:"step"`
+			}
+			json.Unmarshal(ev.Data, &m)
+			steps = append(steps, m.Step)
+		}
+	}
+	if !slices.Equal(steps, []int{3, 4, 5}) {
+		t.Errorf("the follow-up's steps are numbered %v; want [3 4 5], after the parent's two", steps)
+	}
+}
