@@ -138,6 +138,15 @@ func (s *Server) followUp(w http.ResponseWriter, r *http.Request, parent *drydoc
 		s.writeError(w, r, err)
 		return
 	}
+	// A copy is as much disk work as an upload: it takes one of the same
+	// slots, so that many follow-ups of a large workspace at once cannot
+	// saturate the artifact store.
+	release, ok := s.acquireUpload()
+	if !ok {
+		s.writeError(w, r, drydock.Errorf(eTooMany, "this server is receiving or copying %d workspaces already; try again shortly", cap(s.uploads)))
+		return
+	}
+	defer release()
 	if err := s.copyParentArchive(r.Context(), job, parent); err != nil {
 		s.writeError(w, r, err)
 		return

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/drydockhq/drydock"
+	"github.com/drydockhq/drydock/api"
 	"github.com/google/uuid"
 )
 
@@ -386,5 +387,77 @@ func TestFollowUpEgressWithinTheCeiling(t *testing.T) {
 	child, _ := b.followUp(t, b.alice, parent.ID, `{"text": "go on", "egress": ["pypi.org:443"]}`)
 	if !slices.Equal(child.Egress, []string{"pypi.org:443"}) || child.EgressSource != drydock.EgressFromJob {
 		t.Errorf("follow-up egress %v (%s); want its own list", child.Egress, child.EgressSource)
+	}
+}
+
+// Copying a parent's archive takes one of the slots uploads take: while
+// they are all held, a follow-up is 429 and stores nothing.
+func TestFollowUpWaitsForAnUploadSlot(t *testing.T) {
+	t.Parallel()
+	b := setupUploadConfig(t, api.Config{MaxUploads: 1})
+	parent := &drydock.Job{ID: uuid.Must(uuid.NewV7()).String(), OwnerID: "local", JobSpec: drydock.JobSpec{Task: "x", Profile: drydock.ProfileHeadless}}
+	if err := b.store.CreateJob(t.Context(), parent); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.store.ClaimJob(t.Context(), "w", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	n, _ := b.arts.Put(t.Context(), parent.ID+".tar.gz", bytes.NewReader(workspaceArchive(t, map[string]string{"a": "1"})))
+	b.store.SetArtifact(t.Context(), parent.ID, parent.ID+".tar.gz", n)
+	if err := b.store.FinishJob(t.Context(), parent.ID, "w", drydock.JobResult{Status: drydock.StatusComplete}); err != nil {
+		t.Fatal(err)
+	}
+	followUp := func() (int, string) {
+		req, _ := http.NewRequestWithContext(t.Context(), "POST", b.url+"/v1/jobs/"+parent.ID+"/messages", strings.NewReader(`{"text": "go on"}`))
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		data, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(data)
+	}
+
+	// An upload holds the only slot while it reads its body.
+	ct, full := multipartBody(t, ws(tarOf(t, file("a.txt", "x")))...)
+	pr, pw := io.Pipe()
+	req, _ := http.NewRequestWithContext(t.Context(), "POST", b.url+"/schedule", pr)
+	req.Header.Set("Content-Type", ct)
+	first := make(chan int, 1)
+	go func() {
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			first <- 0
+			return
+		}
+		resp.Body.Close()
+		first <- resp.StatusCode
+	}()
+	data := full.Bytes()
+	pw.Write(data[:len(data)/2])
+	refused := false
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline) && !refused; time.Sleep(5 * time.Millisecond) {
+		code, body := followUp()
+		switch code {
+		case http.StatusTooManyRequests:
+			refused = strings.Contains(body, "workspaces already")
+		case http.StatusCreated:
+			t.Fatalf("a follow-up copied an archive while the only slot was held: %s", body)
+		}
+	}
+	if !refused {
+		t.Fatal("no 429 while the only slot was held")
+	}
+	if got, err := b.store.FollowUps(t.Context(), parent.ID); err != nil || len(got) != 0 {
+		t.Fatalf("a refused follow-up was stored: %v %v", got, err)
+	}
+	pw.Write(data[len(data)/2:])
+	pw.Close()
+	if code := <-first; code != http.StatusCreated {
+		t.Fatalf("the upload: %d", code)
+	}
+	if code, body := followUp(); code != http.StatusCreated {
+		t.Fatalf("a follow-up once the slot was freed: %d %s", code, body)
 	}
 }
