@@ -15,6 +15,12 @@ type AgentRun struct {
 	// History is the job's event log so far; non-empty when the run resumes
 	// after a restart, so the agent continues instead of starting over.
 	History []*Event
+	// Prior is the conversation of the job's ancestors when the job
+	// follows up a finished one (Job.ParentJobID), oldest first: for each
+	// ancestor an EventTask with its task, then its events of the kinds a
+	// prompt is built from. The agent continues from them; their steps,
+	// usage and outcome are not this job's. Empty for any other job.
+	Prior []*Event
 	// Progress records steps and usage; the runner persists it.
 	Progress func(ctx context.Context, steps int, usage Usage) error
 	// Inbox returns the job's EventUserMessage events with Seq > after, in

@@ -37,6 +37,15 @@ const (
 	LogMessageUndelivered = "message_undelivered"
 )
 
+// Follow-ups (issue 16, part "follow").
+const (
+	// EventTask is {"text", "status", "error"}: the task a job of a chain
+	// of follow-ups was given and how it ended. No log stores it: the
+	// runner puts one before each ancestor's events in AgentRun.Prior, so
+	// that the agent knows what each was asked and how it went.
+	EventTask EventType = "task"
+)
+
 // Event is one entry of a job's append-only log. Seq numbers events of one job
 // from 1 without gaps; it is the SSE id used for resuming.
 type Event struct {

@@ -206,6 +206,13 @@ type Job struct {
 	// WaitingFor is the question an interactive job's agent asked and
 	// waits on an answer to; empty when it waits for nothing.
 	WaitingFor string `json:"waiting_for,omitempty"`
+	// ParentJobID is the finished job this one follows up (issue 16): its
+	// workspace starts from the parent's archive and its agent from the
+	// parent's conversation. "" for a job that starts afresh.
+	ParentJobID string `json:"parent_job_id,omitempty"`
+	// FollowUps are the ids of the jobs that follow this one up, oldest
+	// first; filled by the API for one job (Store.FollowUps), not in lists.
+	FollowUps []string `json:"follow_ups,omitempty"`
 
 	JobSpec
 

@@ -110,4 +110,11 @@ type Store interface {
 	// by owner waits on ("" clears it); ELEASELOST if owner lost the job.
 	// FinishJob clears it.
 	SetWaitingFor(ctx context.Context, id, owner, question string) error
+
+	// Follow-ups (issue 16, part "follow"). CreateJob stores
+	// Job.ParentJobID, and every read returns it.
+
+	// FollowUps returns the ids of the jobs whose ParentJobID is id,
+	// oldest first; none is an empty list, not an error.
+	FollowUps(ctx context.Context, id string) ([]string, error)
 }

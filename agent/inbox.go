@@ -50,8 +50,11 @@ const messagePrefix = "Message from the user:\n\n"
 // initInbox finds, in the history the run starts from, the messages not
 // delivered yet, and where to look for newer ones.
 func (r *run) initInbox() {
+	// Only the job's own events: a follow-up's prior events are its
+	// ancestors', whose sequence numbers and messages are not its own.
+	own := r.events[r.prior:]
 	delivered := map[int64]bool{}
-	for _, e := range r.events {
+	for _, e := range own {
 		r.inboxAfter = max(r.inboxAfter, e.Seq)
 		if e.Type != drydock.EventLog {
 			continue
@@ -61,7 +64,7 @@ func (r *run) initInbox() {
 			delivered[n.Seq] = true
 		}
 	}
-	for _, e := range r.events {
+	for _, e := range own {
 		if e.Type == drydock.EventUserMessage && !delivered[e.Seq] {
 			r.inbox = append(r.inbox, e)
 		}

@@ -34,7 +34,7 @@ func (r *run) budget(ctx context.Context) error {
 	cfg := r.a.cfg
 	tokens := r.usage.InputTokens + r.usage.OutputTokens + r.usage.CacheReadTokens + r.usage.CacheWriteTokens
 	switch {
-	case r.steps >= r.maxSteps:
+	case r.own() >= r.maxSteps:
 		return r.fail(ctx, drydock.Errorf(drydock.ETOOLARGE, "the agent used all of its %d steps without finishing the task (raise max_steps, or split the task)", r.maxSteps))
 	case cfg.MaxTokens > 0 && tokens >= cfg.MaxTokens:
 		return r.fail(ctx, drydock.Errorf(drydock.ETOOLARGE, "the agent used its token budget (%d of %d tokens) without finishing the task", tokens, cfg.MaxTokens))
@@ -129,7 +129,7 @@ func (r *run) step(ctx context.Context) error {
 		}
 	}
 	r.history.Read(r.events)
-	if err := r.ar.Progress(ctx, r.steps, r.usage); err != nil {
+	if err := r.ar.Progress(ctx, r.own(), r.usage); err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -156,7 +156,7 @@ func (r *run) step(ctx context.Context) error {
 	if v.warn != "" {
 		notes = append(notes, v.warn)
 	}
-	if left := r.maxSteps - r.steps; left > 0 && left <= 2 && r.maxSteps >= 5 {
+	if left := r.maxSteps - r.own(); left > 0 && left <= 2 && r.maxSteps >= 5 {
 		notes = append(notes, fmt.Sprintf("You have %d step(s) left before the step limit. Wrap up now: call finish with a summary of what is done and what is not.", left))
 	}
 	for _, n := range notes {

@@ -46,8 +46,13 @@ type run struct {
 	maxSteps int
 
 	// events is the job's log as far as this run knows it: the history it
-	// was given and everything it appended since.
+	// was given and everything it appended since, after the ancestors'
+	// conversation of a follow-up (its first prior events; prior.go).
 	events []*drydock.Event
+	prior  int
+	// priorSteps is the ancestors' last step number: this job's steps
+	// are numbered on from it.
+	priorSteps int
 	// history is what recall searches.
 	history *memory.History
 	// window builds each prompt within the context budget; meter counts
@@ -95,6 +100,7 @@ func (a *Agent) start(ctx context.Context, ar *drydock.AgentRun) (*run, error) {
 	if err != nil {
 		return nil, err
 	}
+	start := fromPrior(ar)
 	r := &run{
 		a:        a,
 		ar:       ar,
@@ -104,11 +110,12 @@ func (a *Agent) start(ctx context.Context, ar *drydock.AgentRun) (*run, error) {
 		model:    model,
 		images:   a.acceptsImages(model),
 		maxSteps: ar.Job.MaxSteps,
-		events:   append([]*drydock.Event(nil), ar.History...),
+		events:   append(start.events, ar.History...),
 		imgs:     map[string]llm.Image{},
 		ids:      map[string]bool{},
 		stuck:    stuck{limit: a.cfg.StuckLimit},
 	}
+	r.prior, r.priorSteps = len(start.events), start.steps
 	r.history = memory.NewHistory(r.box, outputsDir)
 	if r.maxSteps <= 0 {
 		r.maxSteps = a.cfg.MaxSteps
@@ -128,7 +135,7 @@ func (a *Agent) start(ctx context.Context, ar *drydock.AgentRun) (*run, error) {
 		Box:             r.box,
 		Workspace:       info.Workspace,
 		Desktop:         desktop,
-		Resumed:         resumed,
+		Resumed:         resumed || r.prior > 0, // a follow-up's edit history is its parent's, and gone
 		Recall:          r.recall,
 		BashTimeout:     a.cfg.BashTimeout,
 		BashIdleTimeout: a.cfg.BashIdleTimeout,
@@ -155,7 +162,7 @@ func (a *Agent) start(ctx context.Context, ar *drydock.AgentRun) (*run, error) {
 		keepImages = 0
 	}
 	r.window = transcript.NewWindow(transcript.Config{
-		Task:             taskMessage(ar.Job.Task),
+		Task:             taskMessage(start.task),
 		System:           r.system,
 		Tools:            r.tools.Defs(),
 		Model:            model,
@@ -185,7 +192,7 @@ func (a *Agent) start(ctx context.Context, ar *drydock.AgentRun) (*run, error) {
 			"message": fmt.Sprintf("no price is known for model %s: its cost is counted as 0", model)})
 	}
 	r.clearStaleQuestion(ctx)
-	if resumed {
+	if resumed || r.prior > 0 {
 		if err := r.settle(ctx); err != nil {
 			r.box.Close()
 			return nil, err
@@ -202,10 +209,13 @@ type step struct {
 	obs  []transcript.Observation
 }
 
-// replay reads the agent's events of the log in order.
-func (r *run) replay() []step {
+// replay reads the agent's events of the job's own log in order.
+func (r *run) replay() []step { return replay(r.events[r.prior:]) }
+
+// replay reads the agent's events in order.
+func replay(events []*drydock.Event) []step {
 	var steps []step
-	for _, e := range r.events {
+	for _, e := range events {
 		switch e.Type {
 		case drydock.EventModel:
 			var t transcript.ModelTurn
@@ -225,10 +235,17 @@ func (r *run) replay() []step {
 
 // resume rebuilds the run's state from the history and reports whether
 // there was any: steps, usage, call ids, the stuck detector, and whether
-// finish already succeeded.
+// finish already succeeded. A follow-up's ancestors give only call ids
+// (unique in the conversation) and the step numbers to go on from.
 func (r *run) resume() bool {
+	for _, s := range replay(r.events[:r.prior]) {
+		for _, c := range s.turn.ToolCalls {
+			r.ids[c.ID] = true
+		}
+	}
+	r.steps = r.priorSteps
 	steps := r.replay()
-	for _, e := range r.events {
+	for _, e := range r.events[r.prior:] {
 		if e.Type == drydock.EventUsage {
 			var u drydock.Usage
 			if json.Unmarshal(e.Data, &u) == nil {

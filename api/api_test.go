@@ -46,6 +46,7 @@ type bundle struct {
 	srv       *api.Server
 	store     *watch.Store
 	artifacts *local.Store
+	artDir    string // the artifacts' directory
 	queue     *queue
 	alice     string // user token
 	bob       string // user token
@@ -64,7 +65,7 @@ func setup(t testing.TB, dev bool) *bundle {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := &bundle{store: watch.Wrap(st), artifacts: arts, queue: &queue{}}
+	b := &bundle{store: watch.Wrap(st), artifacts: arts, artDir: filepath.Join(dir, "artifacts"), queue: &queue{}}
 	mk := func(id string, admin bool) string {
 		secret, hash := drydock.NewTokenSecret()
 		if err := st.CreateToken(t.Context(), &drydock.Token{ID: id, Name: id, Admin: admin, CreatedAt: time.Now(), Hash: hash}); err != nil {

@@ -1,14 +1,255 @@
 package api
 
 import (
+	"context"
+	"fmt"
+	"maps"
 	"net/http"
+	"slices"
+	"strings"
+	"time"
 
 	"github.com/drydockhq/drydock"
+	"github.com/google/uuid"
 )
 
-// followUp answers a message to a finished job. Follow-ups (issue 16 §3)
-// are built in another branch, whose followUp replaces this one; until
-// then the message is refused and nothing is stored.
-func (s *Server) followUp(w http.ResponseWriter, r *http.Request, job *drydock.Job, body []byte) {
-	s.writeError(w, r, drydock.Errorf(drydock.ECONFLICT, "job %s is %s: follow-ups of finished jobs are not available yet", job.ID, job.Status))
+// A follow-up (issue 16): POST /v1/jobs/{id}/messages on a finished job
+// creates a job that continues it. Its workspace starts as the parent's
+// archive, copied to the child's input (so the parent's retention cannot
+// take it away), and its agent starts from the ancestors' conversation,
+// which the runner loads; the message is the child's task.
+
+// followUpRequest is the body of a message to a finished job: the text and
+// the job fields a follow-up may override. A field left out is inherited
+// from the parent (model, profile, egress, context_budget, metadata) or
+// the server's default (max_steps, timeout: each job gets a budget of its
+// own). Pointers tell a field left out from one given as its zero value.
+type followUpRequest struct {
+	Text     *string              `json:"text"`
+	Model    *string              `json:"model"`
+	MaxSteps int                  `json:"max_steps"`
+	Timeout  drydock.Duration     `json:"timeout"`
+	Profile  *drydock.Profile     `json:"profile"`
+	Metadata map[string]string    `json:"metadata"`
+	Budget   *int                 `json:"context_budget"`
+	Egress   *[]string            `json:"egress"`
+	Secrets  drydock.SecretValues `json:"secrets"`
+	// Interactive overrides the parent's (ask_user).
+	Interactive *bool `json:"interactive"`
+	// Repo and Task are refused with a message rather than as unknown
+	// fields: a follow-up's workspace and task are the parent's archive
+	// and the message.
+	Repo *drydock.RepoSpec `json:"repo"`
+	Task *string           `json:"task"`
+}
+
+var followUpBody = bodyHelp{
+	fields:  "text, and for a follow-up of a finished job: model, max_steps, timeout, profile, metadata, context_budget, egress, secrets, interactive",
+	example: `{"text": "..."}`,
+}
+
+// followUp creates the job that continues the finished job parent with
+// the message in body, and answers 201 with it (Location: its status),
+// as POST /v1/jobs does, Idempotency-Key included. Nothing is stored when
+// it refuses.
+func (s *Server) followUp(w http.ResponseWriter, r *http.Request, parent *drydock.Job, body []byte) {
+	key, keyed, err := idempotencyKey(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	var req followUpRequest
+	if err := decodeJSONBytes(body, &req, followUpBody); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	spec, err := req.spec(parent)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if err := s.checkChain(r.Context(), parent); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if parent.ArtifactKey == "" {
+		s.writeError(w, r, drydock.Errorf(drydock.ECONFLICT, "job %s has no archived workspace (it ended %s before its workspace was archived); a follow-up starts from the parent's archive and needs one", parent.ID, parent.Status))
+		return
+	}
+	egress, egressSource := spec.Egress, parent.EgressSource
+	if req.Egress != nil {
+		egress, egressSource, err = s.cfg.Egress.Resolve(spec.Egress)
+	} else if err = s.cfg.Egress.Check(egress); err != nil {
+		err = drydock.Errorf(drydock.ErrorCode(err), "%s (the list is inherited from job %s; give \"egress\" to replace it)", drydock.ErrorMessage(err), parent.ID)
+	}
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	id, err := uuid.NewV7()
+	if err != nil {
+		s.writeError(w, r, fmt.Errorf("new job id: %w", err))
+		return
+	}
+	job := &drydock.Job{
+		ID:          id.String(),
+		Status:      drydock.StatusPending,
+		CreatedAt:   time.Now().UTC(),
+		JobSpec:     spec,
+		OwnerID:     principalFrom(r.Context()).ID,
+		ParentJobID: parent.ID,
+	}
+	job.Egress, job.EgressSource = egress, egressSource
+	fpSpec := job.JobSpec // before sealing, which clears the values
+	if err := s.sealSecrets(job); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	// A copy is as much disk work as an upload: it takes one of the same
+	// slots, so that many follow-ups of a large workspace at once cannot
+	// saturate the artifact store.
+	release, ok := s.acquireUpload()
+	if !ok {
+		s.writeError(w, r, drydock.Errorf(eTooMany, "this server is receiving or copying %d workspaces already; try again shortly", cap(s.uploads)))
+		return
+	}
+	defer release()
+	if err := s.copyParentArchive(r.Context(), job, parent); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if keyed {
+		var (
+			stored *drydock.Job
+			fresh  bool
+		)
+		// The parent is part of what the request asks for: the same
+		// message to another job is another request.
+		stored, fresh, err = s.createOnce(w, r, job, key, fpSpec, []byte("follow-up of "+parent.ID))
+		if err == nil {
+			if !fresh {
+				s.dropInput(job)
+			}
+			job = stored
+		}
+	} else if err = s.store.CreateJob(r.Context(), job); err == nil {
+		s.queue.Notify()
+	}
+	if err != nil {
+		s.dropInput(job)
+		s.writeError(w, r, fmt.Errorf("create follow-up job: %w", err))
+		return
+	}
+	s.log.Info("follow-up job created", "job_id", job.ID, "parent_job_id", parent.ID, "owner", job.OwnerID)
+	s.decorate(r, job)
+	w.Header().Set("Location", job.StatusURL)
+	writeJSON(w, http.StatusCreated, job)
+}
+
+// spec is the follow-up's job spec: the parent's, with the message as the
+// task and the request's fields over it.
+func (req *followUpRequest) spec(parent *drydock.Job) (drydock.JobSpec, error) {
+	if req.Task != nil {
+		return drydock.JobSpec{}, drydock.Errorf(drydock.EINVALID, `a follow-up's task is its message: give "text", not "task"`)
+	}
+	if req.Text == nil {
+		return drydock.JobSpec{}, drydock.Errorf(drydock.EINVALID, `text is required: send {"text": "..."}`)
+	}
+	if err := drydock.ValidateMessageText(*req.Text); err != nil {
+		return drydock.JobSpec{}, err
+	}
+	if req.Repo != nil {
+		return drydock.JobSpec{}, drydock.Errorf(drydock.EINVALID, `a follow-up continues job %s's workspace; it cannot take "repo" (start a new job for another repository)`, parent.ID)
+	}
+	// Inherited: everything the parent asked for but its budgets, its
+	// repository (already in the archived workspace; it is not cloned or
+	// pushed again) and its secrets (below).
+	spec := parent.JobSpec
+	spec.Task = *req.Text
+	spec.MaxSteps, spec.Timeout = req.MaxSteps, req.Timeout
+	spec.Repo, spec.Secrets = nil, nil
+	spec.Metadata = maps.Clone(parent.Metadata)
+	spec.Egress = slices.Clone(parent.Egress)
+	if spec.Egress == nil {
+		spec.Egress = []string{} // inherited "none" stays none, not the server's default
+	}
+	if req.Model != nil {
+		spec.Model = *req.Model
+	}
+	if req.Profile != nil {
+		spec.Profile = *req.Profile
+	}
+	if req.Metadata != nil {
+		spec.Metadata = req.Metadata
+	}
+	if req.Budget != nil {
+		spec.ContextBudget = *req.Budget
+	}
+	if req.Interactive != nil {
+		spec.Interactive = *req.Interactive
+	}
+	if req.Egress != nil {
+		spec.Egress = *req.Egress
+		if spec.Egress == nil {
+			spec.Egress = []string{} // "egress": null is no list, as [] is
+		}
+	}
+	// The parent's secret values were erased when it ended (stores keep
+	// sealed secrets only while a job may run), so they cannot be
+	// inherited; a follow-up that needs them must give them again, and one
+	// that does not must say so, rather than run without them unawares.
+	if req.Secrets == nil && len(parent.SecretNames) > 0 {
+		return drydock.JobSpec{}, drydock.Errorf(drydock.EINVALID, `job %s ran with the secrets %s, whose values were erased when it ended; give them again in "secrets" (the CLI: --secret NAME), or "secrets": {} to continue without them`,
+			parent.ID, strings.Join(parent.SecretNames, ", "))
+	}
+	spec.Secrets = req.Secrets
+	spec.Normalize()
+	if err := spec.Validate(); err != nil {
+		return spec, err
+	}
+	if spec.Profile == "" {
+		spec.Profile = drydock.ProfileHeadless
+	}
+	return spec, nil
+}
+
+// checkChain refuses a follow-up that would make the chain of follow-ups
+// longer than drydock.MaxFollowUpDepth: the runner loads every ancestor's
+// conversation.
+func (s *Server) checkChain(ctx context.Context, parent *drydock.Job) error {
+	depth := 1 // the parent's place in its chain, counted up to the bound
+	for j := parent; j.ParentJobID != "" && depth < drydock.MaxFollowUpDepth; depth++ {
+		up, err := s.store.GetJob(ctx, j.ParentJobID)
+		if err != nil {
+			return fmt.Errorf("load job %s, an ancestor of job %s: %w", j.ParentJobID, parent.ID, err)
+		}
+		j = up
+	}
+	if depth >= drydock.MaxFollowUpDepth {
+		return drydock.Errorf(drydock.ECONFLICT, "a chain of follow-ups holds at most %d jobs and job %s ends one that long; start a new job from its workspace (download it and upload it)", drydock.MaxFollowUpDepth, parent.ID)
+	}
+	return nil
+}
+
+// copyParentArchive stores a copy of the parent's archived workspace as
+// the job's input, which the runner unpacks before the agent starts (as
+// an upload's). A copy rather than a reference: deleting the parent's
+// artifacts must not break a follow-up that has not started, nor would a
+// follow-up that is refused delete them.
+func (s *Server) copyParentArchive(ctx context.Context, job, parent *drydock.Job) error {
+	rc, err := s.artifacts.Get(ctx, parent.ArtifactKey)
+	if drydock.ErrorCode(err) == drydock.ENOTFOUND {
+		return drydock.Errorf(drydock.ECONFLICT, "job %s has no archived workspace (its archive is no longer in the artifact store); a follow-up starts from the parent's archive and needs one", parent.ID)
+	}
+	if err != nil {
+		return fmt.Errorf("open the archive of job %s: %w", parent.ID, err)
+	}
+	defer rc.Close()
+	key := inputKey(job.ID)
+	n, err := s.artifacts.Put(ctx, key, rc)
+	if err != nil {
+		return fmt.Errorf("copy the archive of job %s for its follow-up %s: %w", parent.ID, job.ID, err)
+	}
+	job.InputKey, job.InputSize = key, n
+	return nil
 }

@@ -204,6 +204,10 @@ func (s *Server) handleGet(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	if job.FollowUps, err = s.store.FollowUps(r.Context(), job.ID); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	s.decorate(r, job)
 	writeJSON(w, http.StatusOK, job)
 }

@@ -54,7 +54,7 @@ func setupLive(t testing.TB, dev bool, cfg func(*api.Config)) *liveBundle {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lb := &liveBundle{bundle: &bundle{store: watch.Wrap(st), artifacts: arts, queue: &queue{}}, sandboxes: map[string]*drydock.Sandbox{}, owner: "test-worker"}
+	lb := &liveBundle{bundle: &bundle{store: watch.Wrap(st), artifacts: arts, artDir: filepath.Join(dir, "artifacts"), queue: &queue{}}, sandboxes: map[string]*drydock.Sandbox{}, owner: "test-worker"}
 	mk := func(id string, admin bool) string {
 		secret, hash := drydock.NewTokenSecret()
 		if err := st.CreateToken(t.Context(), &drydock.Token{ID: id, Name: id, Admin: admin, CreatedAt: time.Now(), Hash: hash}); err != nil {

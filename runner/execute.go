@@ -268,11 +268,16 @@ func (r *Runner) runAgent(ctx context.Context, job *drydock.Job, sb *drydock.San
 		}
 		after = page[len(page)-1].Seq
 	}
+	prior, err := r.prior(ctx, job)
+	if err != nil {
+		return nil, err
+	}
 	run := &drydock.AgentRun{
 		Job:     job,
 		Sandbox: sb,
 		Events:  emit,
 		History: history,
+		Prior:   prior,
 		Progress: func(ctx context.Context, steps int, usage drydock.Usage) error {
 			return r.deps.Store.UpdateProgress(ctx, job.ID, r.owner, drydock.JobProgress{Steps: steps, Usage: usage})
 		},

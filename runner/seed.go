@@ -48,12 +48,16 @@ func (r *Runner) seedWorkspace(ctx context.Context, job *drydock.Job, sb *drydoc
 		return fmt.Errorf("unpack the uploaded workspace into the sandbox: %w", err)
 	}
 	log.Info("workspace seeded from the upload", "files", res.Files, "dirs", res.Dirs, "links", res.Links, "bytes", res.Bytes)
+	from := "the uploaded archive"
+	if job.ParentJobID != "" {
+		from = "the archive of job " + job.ParentJobID + ", which this job follows up"
+	}
 	// Without this record a recovery would unpack again over the agent's
 	// work, so a failure to write it fails the job before the agent runs.
 	return emit.Emit(ctx, drydock.EventLog, map[string]any{
 		"level": "info", "seed": seedSource,
 		"files": res.Files, "dirs": res.Dirs, "links": res.Links, "bytes": res.Bytes,
-		"message": fmt.Sprintf("workspace seeded from the uploaded archive: %d files, %d directories, %d links, %d bytes", res.Files, res.Dirs, res.Links, res.Bytes),
+		"message": fmt.Sprintf("workspace seeded from %s: %d files, %d directories, %d links, %d bytes", from, res.Files, res.Dirs, res.Links, res.Bytes),
 	})
 }
 

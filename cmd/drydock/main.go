@@ -28,6 +28,7 @@ type cli struct {
 	Diff     DiffCmd     `cmd:"" help:"Show a job's changes to its workspace as a unified diff (git format)."`
 	Cancel   CancelCmd   `cmd:"" help:"Cancel a job."`
 	Message  MessageCmd  `cmd:"" help:"Send a message to a pending or running job's agent; it reads it before its next step."`
+	FollowUp FollowUpCmd `cmd:"" name:"follow-up" help:"Continue a finished job: a new job from its workspace and conversation, with a new message."`
 	Egress   EgressCmd   `cmd:"" help:"Show or change what a job's sandbox may reach on the network."`
 	Jobs     JobsCmd     `cmd:"" help:"List jobs."`
 	Token    TokenCmd    `cmd:"" help:"Manage API tokens (works on the server's data directory)."`

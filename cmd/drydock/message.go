@@ -11,7 +11,7 @@ import (
 type MessageCmd struct {
 	ID   string `arg:"" name:"id" help:"Job id."`
 	Text string `arg:"" help:"The message, or - to read it from standard input (1 byte to 64 KiB of UTF-8 text; put -- before a message that starts with a dash)."`
-	JSON bool   `name:"json" help:"Print the stored user_message event as returned by the server."`
+	JSON bool   `name:"json" help:"Print the stored user_message event as returned by the server (or the follow-up job, for a finished job)."`
 }
 
 func (c *MessageCmd) Run(g *Globals) error {
@@ -28,10 +28,19 @@ func (c *MessageCmd) Run(g *Globals) error {
 	}
 	ctx, _, stop := g.signalContext()
 	defer stop()
-	ev, err := g.Client().SendMessage(ctx, c.ID, text)
+	res, err := g.Client().SendMessage(ctx, c.ID, text)
 	if err != nil {
 		return g.explain(err, c.ID)
 	}
+	if j := res.FollowUp; j != nil {
+		if c.JSON {
+			return writeJSON(g.out(), j)
+		}
+		fmt.Fprintf(g.out(), "Job %s has ended, so the message started follow-up job %s from its workspace and conversation (watch with: drydock logs %s -f).\n",
+			safe(c.ID), safe(j.ID), cmdWord(j.ID))
+		return nil
+	}
+	ev := res.Event
 	if c.JSON {
 		return writeJSON(g.out(), ev)
 	}

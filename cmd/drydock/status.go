@@ -63,6 +63,8 @@ func printStatus(w io.Writer, j *drydock.Job, color bool, now time.Time) error {
 	row("Profile", string(j.Profile))
 	row("Repository", repoLine(j.Repo))
 	row("Pushed", j.PushedCommit)
+	row("Follows up", j.ParentJobID)
+	row("Follow-ups", strings.Join(j.FollowUps, ", "))
 	row("Created", when(&j.CreatedAt))
 	row("Started", when(j.StartedAt))
 	row("Finished", when(j.FinishedAt))

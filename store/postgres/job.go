@@ -29,7 +29,7 @@ const jobColumns = `id, owner_id, status, created_at, started_at, finished_at, e
 	secret_names, secrets_sealed,
 	input_key, input_size, egress_source,
 	repo, pushed_commit,
-	interactive, waiting_for`
+	interactive, waiting_for, parent_job_id`
 
 // listColumns is jobColumns without the sealed secrets, which only the
 // worker that runs a job needs (up to 128 KiB a job).
@@ -53,7 +53,7 @@ func scanJob(row pgx.Row) (*drydock.Job, error) {
 		&secretNames, &j.SealedSecrets,
 		&j.InputKey, &j.InputSize, &j.EgressSource,
 		&repo, &j.PushedCommit,
-		&j.Interactive, &j.WaitingFor)
+		&j.Interactive, &j.WaitingFor, &j.ParentJobID)
 	if err != nil {
 		return nil, err
 	}
@@ -166,10 +166,10 @@ func (ins *jobInsert) run(ctx context.Context, q queryRower) error {
 				secret_names, secrets_sealed,
 				input_key, input_size, last_seq, egress_source,
 				repo,
-				interactive)
+				interactive, parent_job_id)
 			VALUES ($1, $2, 'pending', COALESCE($3, now()), $4, $5, $6, $7, $8, $9, $11, $12, $13, $14, $15, $16, 1, $17,
 				$18,
-				$19)
+				$19, $20)
 			RETURNING id, created_at)
 		INSERT INTO events (job_id, seq, type, time, data)
 		SELECT id, 1, 'status', created_at, $10 FROM j
@@ -179,7 +179,7 @@ func (ins *jobInsert) run(ctx context.Context, q queryRower) error {
 		ins.secretNames, job.SealedSecrets,
 		job.InputKey, job.InputSize, job.EgressSource,
 		ins.repo,
-		job.Interactive).Scan(&created)
+		job.Interactive, job.ParentJobID).Scan(&created)
 	switch {
 	case isUnique(err):
 		return drydock.Errorf(drydock.ECONFLICT, "job %s already exists", job.ID)

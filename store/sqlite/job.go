@@ -27,7 +27,7 @@ const jobColumns = `id, owner_id, status, created_at, started_at, finished_at, e
 	secret_names, secrets_sealed,
 	input_key, input_size, egress_source,
 	repo, pushed_commit,
-	interactive, waiting_for`
+	interactive, waiting_for, parent_job_id`
 
 // listColumns is jobColumns without the sealed secrets, which only the
 // worker that runs a job needs (up to 128 KiB a job).
@@ -54,7 +54,7 @@ func scanJob(row scanner) (*drydock.Job, error) {
 		&secretNames, &j.SealedSecrets,
 		&j.InputKey, &j.InputSize, &j.EgressSource,
 		&repo, &j.PushedCommit,
-		&j.Interactive, &j.WaitingFor)
+		&j.Interactive, &j.WaitingFor, &j.ParentJobID)
 	if err != nil {
 		return nil, err
 	}
@@ -166,16 +166,16 @@ func (ins *jobInsert) run(ctx context.Context, tx *wtx) error {
 		 secret_names, secrets_sealed,
 		 input_key, input_size, last_seq, egress_source,
 		 repo,
-		 interactive)
+		 interactive, parent_job_id)
 		VALUES (?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?,
 		 ?,
-		 ?)`,
+		 ?, ?)`,
 		job.ID, job.OwnerID, createdText, job.Task, job.Model, job.MaxSteps,
 		time.Duration(job.Timeout).Milliseconds(), string(job.Profile), ins.metadata, job.ContextBudget, ins.egress,
 		ins.secretNames, job.SealedSecrets,
 		job.InputKey, job.InputSize, job.EgressSource,
 		ins.repo,
-		job.Interactive)
+		job.Interactive, job.ParentJobID)
 	if isConstraint(err) {
 		return drydock.Errorf(drydock.ECONFLICT, "job %s already exists", job.ID)
 	}

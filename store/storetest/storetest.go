@@ -53,6 +53,7 @@ func Run(t *testing.T, newStore func(t *testing.T) drydock.Store, opts ...Option
 		{"Durability", s.durabilityTests()},
 		{"Repo", s.repoTests()},
 		{"Messages", s.messageTests()},
+		{"FollowUp", s.followUpTests()},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

@@ -7,6 +7,7 @@ import { filesPanel } from './files.js';
 import { desktopPanel } from './desktop-view.js';
 import { diffPanel } from './diff.js';
 import { messageBox } from './messages.js';
+import { threadPanel } from './thread.js';
 
 const REFRESH_MS = 2000;
 const JUPYTER_WAIT_MS = 120000; // how long "Open Jupyter" waits for a starting sandbox
@@ -26,12 +27,13 @@ export function jobPage(root, id, navigate) {
   const timeline = h('ol', { class: 'timeline', id: 'timeline', 'aria-label': 'Events, oldest first' });
   const streamState = h('span', { class: 'muted small', role: 'status' });
   const side = h('div', { class: 'job-side' });
-  const messages = messageBox(id);
+  const messages = messageBox(id, (job) => navigate(`/jobs/${encodeURIComponent(job.job_id)}`));
   const body = h('div', { class: 'job-body' },
     h('section', { class: 'card timeline-card', 'aria-labelledby': 'timeline-h' },
       h('div', { class: 'section-head' }, h('h2', { id: 'timeline-h' }, 'Timeline'), streamState), timeline, messages.el),
     side);
-  root.append(h('p', {}, h('a', { href: '/' }, '← All jobs')), head, body);
+  const thread = threadPanel(id);
+  root.append(h('p', {}, h('a', { href: '/' }, '← All jobs')), head, thread.el, body);
 
   function fact(label, value, attrs = {}) {
     return [h('dt', {}, label), h('dd', attrs, value)];
@@ -60,6 +62,7 @@ export function jobPage(root, id, navigate) {
       h('details', { class: 'task-full' }, h('summary', {}, 'Task'), h('pre', { class: 'prose' }, j.task)),
       h('dl', { class: 'facts' },
         fact('Job', h('code', {}, j.job_id)),
+        j.parent_job_id && fact('Follows up', h('a', { href: `/jobs/${encodeURIComponent(j.parent_job_id)}`, id: 'parent-link' }, h('code', {}, j.parent_job_id))),
         fact('Profile', j.profile),
         fact('Model', j.model || 'default'),
         j.repo && fact('Repository', h('code', { id: 'repo' }, j.repo.url + (j.repo.ref ? `@${j.repo.ref}` : ''))),
@@ -110,6 +113,7 @@ export function jobPage(root, id, navigate) {
       job = await call(jobURL(id), { signal: ctl.signal });
       renderHead();
       renderSide();
+      thread.update(job, ctl.signal).catch(() => {});
       if (terminal(job.status) && (job.download_url || job.status !== 'complete')) {
         clearInterval(timer);
         timer = null;

@@ -8,16 +8,19 @@ const MAX_BYTES = 64 * 1024; // drydock.MaxMessageBytes
 
 // messageBox returns the box's form (under the timeline) and the banner
 // that shows a waiting_for question (at the top of the page); update(job)
-// keeps both in step with the job.
-export function messageBox(id) {
+// keeps both in step with the job. On a finished job the same box asks for
+// a follow-up (issue 16 §3): a new job that continues this one, which
+// followed(job) opens.
+export function messageBox(id, followed = () => {}) {
   const input = h('textarea', {
     id: 'message-text', name: 'text', rows: 3, required: true,
     placeholder: 'Steer the agent: it reads this before its next step (Ctrl+Enter sends)',
   });
   const send = h('button', { type: 'submit', class: 'primary', id: 'message-send' }, 'Send');
   const state = h('p', { class: 'form-status small', id: 'message-status', role: 'status' });
+  const label = h('label', { for: 'message-text' }, 'Message to the agent');
   const form = h('form', { class: 'message-box', id: 'message-form', 'aria-label': 'Message to the agent' },
-    h('label', { for: 'message-text' }, 'Message to the agent'), input,
+    label, input,
     h('div', { class: 'message-actions' }, send, state));
   const question = h('p', { class: 'prose', id: 'waiting-question' });
   const banner = h('div', { class: 'card waiting', id: 'waiting-for', role: 'alert', hidden: true },
@@ -38,9 +41,14 @@ export function messageBox(id) {
     send.disabled = true;
     say('Sending…');
     try {
-      const ev = await call(`${jobURL(id)}/messages`, { method: 'POST', body: { text } });
+      const res = await call(`${jobURL(id)}/messages`, { method: 'POST', body: { text } });
       input.value = '';
-      say(`Sent (event ${ev.seq}); the agent reads it before its next step.`);
+      if (res.parent_job_id) {
+        say(`Follow-up job ${res.job_id} started.`);
+        followed(res);
+        return;
+      }
+      say(`Sent (event ${res.seq}); the agent reads it before its next step.`);
     } catch (err) {
       say(`Not sent: ${err.message}`, true);
     } finally {
@@ -54,9 +62,19 @@ export function messageBox(id) {
   });
 
   function update(job) {
-    // Only live jobs take messages; a finished job's would be a follow-up
-    // (issue 16 §3).
-    form.hidden = terminal(job.status);
+    // A live job's agent reads the message; a finished job is continued
+    // by a follow-up job, which needs the job's archived workspace.
+    const done = terminal(job.status);
+    form.hidden = done && !job.download_url;
+    const mode = done ? 'follow-up' : 'message';
+    if (form.dataset.mode !== mode) {
+      form.dataset.mode = mode;
+      label.textContent = done ? 'Follow up: ask for the next change' : 'Message to the agent';
+      input.placeholder = done
+        ? 'A new job continues from this one\'s workspace and conversation (Ctrl+Enter sends)'
+        : 'Steer the agent: it reads this before its next step (Ctrl+Enter sends)';
+      send.textContent = done ? 'Start follow-up' : 'Send';
+    }
     const q = job.waiting_for || '';
     banner.hidden = !q;
     // Set only on a change: the banner is an alert, announced when its

@@ -1,0 +1,148 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/drydockhq/drydock"
+)
+
+// FollowUpRequest is a follow-up of a finished job: the message, which
+// becomes the new job's task, and the fields it overrides. A field left
+// zero (nil) is inherited from the parent (model, profile, egress,
+// context_budget, metadata) or takes the server's default (max_steps,
+// timeout).
+type FollowUpRequest struct {
+	Text          string
+	Model         string
+	MaxSteps      int
+	Timeout       drydock.Duration
+	Profile       drydock.Profile
+	ContextBudget int
+	// Metadata replaces the parent's; non-nil and empty clears it.
+	Metadata map[string]string
+	// Egress replaces the parent's list; non-nil and empty is none.
+	Egress []string
+	// Secrets are the follow-up's own: a parent's values are erased when
+	// it ends, so a follow-up of a job with secrets must give them again,
+	// or a non-nil empty map to go on without.
+	Secrets drydock.SecretValues
+}
+
+func (r FollowUpRequest) body() map[string]any {
+	b := map[string]any{"text": r.Text}
+	if r.Model != "" {
+		b["model"] = r.Model
+	}
+	if r.MaxSteps != 0 {
+		b["max_steps"] = r.MaxSteps
+	}
+	if r.Timeout != 0 {
+		b["timeout"] = r.Timeout
+	}
+	if r.Profile != "" {
+		b["profile"] = r.Profile
+	}
+	if r.ContextBudget != 0 {
+		b["context_budget"] = r.ContextBudget
+	}
+	if r.Metadata != nil {
+		b["metadata"] = r.Metadata
+	}
+	if r.Egress != nil {
+		b["egress"] = r.Egress
+	}
+	if r.Secrets != nil {
+		b["secrets"] = r.Secrets
+	}
+	return b
+}
+
+// FollowUp creates a job that continues the finished job id: its
+// workspace starts as id's archived workspace and its agent from the
+// conversation so far, followed by req.Text. It returns the new job
+// (pending, with ParentJobID). Like Schedule it sends an Idempotency-Key
+// and sends the request again when the answer was lost, so a retry never
+// creates a second follow-up; an outcome that stays unknown is a
+// *ScheduleError naming the key. A job that has not finished, or has no
+// archived workspace, is ECONFLICT.
+func (c *Client) FollowUp(ctx context.Context, id string, req FollowUpRequest, opts ...ScheduleOption) (*drydock.Job, error) {
+	p, err := jobPath(id, "/messages")
+	if err != nil {
+		return nil, err
+	}
+	var o scheduleOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.key == "" {
+		o.key = NewIdempotencyKey()
+	} else if err := drydock.CheckIdempotencyKey(o.key); err != nil {
+		return nil, err
+	}
+	// The route takes messages for a running job's agent as well: ask
+	// first, so that a follow-up of a job that has not finished is refused
+	// rather than delivered to its agent. A job that finishes after this
+	// read is refused too, which is safe; a finished job stays finished.
+	parent, err := c.Job(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if !parent.Status.Terminal() {
+		return nil, drydock.Errorf(drydock.ECONFLICT, "job %s is %s: a follow-up continues a finished job (send a message to steer a running one)", id, parent.Status)
+	}
+	hdr := http.Header{"Idempotency-Key": {sfString(o.key)}}
+	body := req.body()
+	for attempt := 1; ; attempt++ {
+		j, retry, err := c.followUpOnce(ctx, p, body, hdr)
+		if err == nil {
+			return j, nil
+		}
+		if !retry {
+			return nil, err
+		}
+		if ctx.Err() != nil || attempt > c.retries {
+			return nil, &ScheduleError{Key: o.key, Attempts: attempt, Err: err}
+		}
+		t := time.NewTimer(c.retryDelay(attempt))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, &ScheduleError{Key: o.key, Attempts: attempt, Err: fmt.Errorf("%w (after: %v)", context.Cause(ctx), err)}
+		case <-t.C:
+		}
+	}
+}
+
+// followUpOnce sends one follow-up request; retry says whether the
+// outcome is unknown.
+func (c *Client) followUpOnce(ctx context.Context, p string, body any, hdr http.Header) (_ *drydock.Job, retry bool, _ error) {
+	resp, err := c.send(ctx, http.MethodPost, p, nil, body, hdr)
+	if err != nil {
+		var ce *ConnError
+		return nil, errors.As(err, &ce) || ctx.Err() != nil, err
+	}
+	defer resp.Body.Close()
+	switch {
+	case resp.StatusCode == http.StatusBadGateway, resp.StatusCode == http.StatusServiceUnavailable, resp.StatusCode == http.StatusGatewayTimeout:
+		return nil, true, c.decodeError(resp)
+	case resp.StatusCode != http.StatusCreated:
+		return nil, false, c.decodeError(resp)
+	}
+	rd, err := c.jsonBody(resp)
+	if err != nil {
+		return nil, false, err
+	}
+	var j drydock.Job
+	if err := json.NewDecoder(rd).Decode(&j); err != nil {
+		if ctx.Err() != nil {
+			err = context.Cause(ctx)
+		}
+		return nil, true, fmt.Errorf("read the answer of POST %s: %w", p, err)
+	}
+	return &j, false, nil
+}

@@ -1,0 +1,30 @@
+package postgres
+
+import (
+	"context"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/drydockhq/drydock"
+)
+
+// FollowUps returns the ids of the jobs that follow id up, oldest first
+// (ids are UUIDv7), at most drydock.MaxFollowUpsListed of them.
+func (s *Store) FollowUps(ctx context.Context, id string) ([]string, error) {
+	if badKey(id) {
+		return []string{}, nil
+	}
+	rows, err := s.pool.Query(ctx, `SELECT id FROM jobs WHERE parent_job_id = $1 AND parent_job_id <> '' ORDER BY id LIMIT $2`,
+		id, drydock.MaxFollowUpsListed)
+	if err != nil {
+		return nil, wrapErr("list follow-ups of job "+id, err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, wrapErr("list follow-ups of job "+id, err)
+	}
+	if ids == nil {
+		ids = []string{}
+	}
+	return ids, nil
+}
