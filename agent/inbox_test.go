@@ -387,3 +387,48 @@ func TestMessageDuringModelCallIsDeliveredNext(t *testing.T) {
 		t.Errorf("delivery marks %v; want one", got)
 	}
 }
+
+// A follow-up's prior events are its ancestors', numbered in their logs:
+// a message to the follow-up arrives with a number of the follow-up's own
+// log, lower than the parent's last, and still reaches the next request,
+// once; the parent's own messages are not delivered again.
+func TestMessageToAFollowUpIsDelivered(t *testing.T) {
+	t.Parallel()
+	const old, msg = "Parent's message.", "Use Postgres in the follow-up."
+	parent := setup(t, agent.ProviderOpenAI, llmtest.Options{Turns: []llmtest.Turn{
+		bash("echo a"), bash("echo b"), bash("echo c"), finish("parent done"),
+	}}, agent.Config{})
+	parent.rec.post(old)
+	pj := job("Write notes.")
+	if _, err := parent.runWith(t.Context(), pj, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	prior := priorOf(pj.ID, pj.Task, parent.rec.Events())
+	if last := prior[len(prior)-1].Seq; last < 5 {
+		t.Fatalf("the parent's log ends at %d; the test needs it past the follow-up's first events", last)
+	}
+	b := newBundle(t, parent.sb, agent.ProviderOpenAI, llmtest.Options{Turns: []llmtest.Turn{
+		bash("echo working"), finish("switched"),
+	}}, agent.Config{})
+	rec := &hookRecorder{recorder: b.rec, onToolCall: func() { b.rec.post(msg) }}
+	cj := &drydock.Job{ID: "job-1", Status: drydock.StatusRunning, ParentJobID: pj.ID, JobSpec: drydock.JobSpec{Task: "Go on."}}
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	if _, err := b.agent.Run(ctx, &drydock.AgentRun{Job: cj, Sandbox: b.sb, Events: rec, Prior: prior,
+		Progress: func(context.Context, int, drydock.Usage) error { return nil }, Inbox: b.rec.inbox}); err != nil {
+		t.Fatal(err)
+	}
+	reqs := b.srv.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d requests; want 2", len(reqs))
+	}
+	if n := mentions(reqs[1], msg); n != 1 {
+		t.Errorf("the request after the message carries it %d times; want once", n)
+	}
+	if n := mentions(reqs[0], old); n != 1 {
+		t.Errorf("the parent's message is %d times in the follow-up's first prompt; want once (as the parent's conversation)", n)
+	}
+	if got := b.rec.delivered(t); len(got) != 1 {
+		t.Errorf("the follow-up marked %v delivered; want its one message", got)
+	}
+}
