@@ -11,9 +11,9 @@ func TestParseEgressRule(t *testing.T) {
 	tests := []struct {
 		in, want string
 	}{
-		{"pypi.org", "pypi.org"},
-		{" PyPI.org.:443 ", "pypi.org:443"},
-		{"*.npmjs.org:443", "*.npmjs.org:443"},
+		{"pypi.example.com", "pypi.example.com"},
+		{" PyPI.example.com.:443 ", "pypi.example.com:443"},
+		{"*.npm.example.com:443", "*.npm.example.com:443"},
 		{"127.0.0.1:8081", "127.0.0.1:8081"},
 		{"10.0.0.0/8", "10.0.0.0/8"},
 		{"[::1]:80", "[::1]:80"},
@@ -38,7 +38,7 @@ func TestParseEgressRule(t *testing.T) {
 
 func TestEgressRuleAllows(t *testing.T) {
 	t.Parallel()
-	rules, err := drydock.ParseEgress([]string{"pypi.org:443", "*.npmjs.org", "127.0.0.1:8081", "10.1.0.0/16"})
+	rules, err := drydock.ParseEgress([]string{"pypi.example.com:443", "*.npm.example.com", "127.0.0.1:8081", "10.1.0.0/16"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,13 +47,13 @@ func TestEgressRuleAllows(t *testing.T) {
 		port int
 		want bool
 	}{
-		{"pypi.org", 443, true},
-		{"PYPI.ORG.", 443, true},
-		{"pypi.org", 80, false},
-		{"files.pypi.org", 443, false},
-		{"registry.npmjs.org", 8443, true},
-		{"npmjs.org", 443, false},     // the wildcard covers subdomains only
-		{"evilnpmjs.org", 443, false}, // not a subdomain
+		{"pypi.example.com", 443, true},
+		{"PYPI.EXAMPLE.COM.", 443, true},
+		{"pypi.example.com", 80, false},
+		{"files.pypi.example.com", 443, false},
+		{"registry.npm.example.com", 8443, true},
+		{"npm.example.com", 443, false},     // the wildcard covers subdomains only
+		{"evilnpm.example.com", 443, false}, // not a subdomain
 		{"127.0.0.1", 8081, true},
 		{"127.0.0.1", 8080, false},
 		{"localhost", 8081, false}, // a name never matches an address rule
@@ -66,7 +66,7 @@ func TestEgressRuleAllows(t *testing.T) {
 			t.Errorf("allows %s:%d = %v; want %v", tt.host, tt.port, got, tt.want)
 		}
 	}
-	if drydock.EgressAllows(nil, "pypi.org", 443) {
+	if drydock.EgressAllows(nil, "pypi.example.com", 443) {
 		t.Error("an empty allowlist allowed a destination")
 	}
 }
@@ -83,7 +83,7 @@ func TestJobSpecValidatesBudgetAndEgress(t *testing.T) {
 			t.Errorf("Validate(%+v) = %v; want EINVALID", s, err)
 		}
 	}
-	ok := drydock.JobSpec{Task: "t", ContextBudget: 8000, Egress: []string{"pypi.org:443"}}
+	ok := drydock.JobSpec{Task: "t", ContextBudget: 8000, Egress: []string{"pypi.example.com:443"}}
 	if err := ok.Validate(); err != nil {
 		t.Errorf("Validate(%+v) = %v", ok, err)
 	}

@@ -80,7 +80,7 @@ func TestJobWithoutSecretsCannotNameOne(t *testing.T) {
 
 func TestRepoHostIsAllowedForTheJob(t *testing.T) {
 	t.Parallel()
-	j := &Job{JobSpec: JobSpec{Egress: []string{"pypi.org:443"}, Repo: &RepoSpec{URL: "https://Git.Example.com/p.git"}}}
+	j := &Job{JobSpec: JobSpec{Egress: []string{"pypi.example.com:443"}, Repo: &RepoSpec{URL: "https://Git.Example.com/p.git"}}}
 	rules, err := j.EgressRules()
 	if err != nil {
 		t.Fatal(err)
@@ -90,7 +90,7 @@ func TestRepoHostIsAllowedForTheJob(t *testing.T) {
 		t.Fatalf("%v does not allow the repository", rules)
 	case EgressAllows(rules, "git.example.com", 22), EgressAllows(rules, "other.example.com", 443):
 		t.Fatalf("%v allows more than the repository's host and port", rules)
-	case !EgressAllows(rules, "pypi.org", 443):
+	case !EgressAllows(rules, "pypi.example.com", 443):
 		t.Fatalf("%v lost the job's own list", rules)
 	}
 	j = &Job{JobSpec: JobSpec{Repo: &RepoSpec{URL: "http://127.0.0.2:8080/p.git"}}}

@@ -115,6 +115,8 @@ type Store interface {
 	// Job.ParentJobID, and every read returns it.
 
 	// FollowUps returns the ids of the jobs whose ParentJobID is id,
-	// oldest first; none is an empty list, not an error.
-	FollowUps(ctx context.Context, id string) ([]string, error)
+	// oldest first; none is an empty list, not an error. A non-empty owner
+	// lists only that owner's (an admin may follow up a user's job; the
+	// user is not shown the admin's job).
+	FollowUps(ctx context.Context, id, owner string) ([]string, error)
 }

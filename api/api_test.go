@@ -208,8 +208,8 @@ func TestBadInputIsRejectedAndStoresNothing(t *testing.T) {
 		{"bad timeout", "POST", "/v1/jobs", `{"task": "x", "timeout": "soon"}`, 400, "invalid", "duration"},
 		{"negative steps", "POST", "/v1/jobs", `{"task": "x", "max_steps": -1}`, 400, "invalid", "max_steps"},
 		{"tiny budget", "POST", "/v1/jobs", `{"task": "x", "context_budget": 100}`, 400, "invalid", "context_budget"},
-		{"bad egress", "POST", "/v1/jobs", `{"task": "x", "egress": ["pypi.org:http"]}`, 400, "invalid", "pypi.org:http"},
-		{"egress not a list", "POST", "/v1/jobs", `{"task": "x", "egress": "pypi.org"}`, 400, "invalid", "egress"},
+		{"bad egress", "POST", "/v1/jobs", `{"task": "x", "egress": ["pypi.example.com:http"]}`, 400, "invalid", "pypi.example.com:http"},
+		{"egress not a list", "POST", "/v1/jobs", `{"task": "x", "egress": "pypi.example.com"}`, 400, "invalid", "egress"},
 		{"too big", "POST", "/schedule", huge, 413, "too_large", "larger than"},
 		{"unknown job", "GET", "/status/0193b0c4-1111-7000-8000-000000000000", ``, 404, "not_found", "not found"},
 		{"encoded dots in the path", "GET", "/v1/jobs/..%2f..%2fetc", ``, 400, "invalid", "'..' segments"},
@@ -594,13 +594,13 @@ func TestTrajectoryExport(t *testing.T) {
 func TestCreateKeepsBudgetAndEgress(t *testing.T) {
 	t.Parallel()
 	b := setup(t, true)
-	j := b.schedule(t, "", `{"task": "x", "context_budget": 16000, "egress": [" pypi.org:443 ", "*.npmjs.org"]}`)
+	j := b.schedule(t, "", `{"task": "x", "context_budget": 16000, "egress": [" pypi.example.com:443 ", "*.npm.example.com"]}`)
 	_, data := b.do(t, "GET", "/v1/jobs/"+j.ID, "", "")
 	var got drydock.Job
 	if err := json.Unmarshal(data, &got); err != nil {
 		t.Fatal(err)
 	}
-	if got.ContextBudget != 16000 || strings.Join(got.Egress, ",") != "pypi.org:443,*.npmjs.org" {
+	if got.ContextBudget != 16000 || strings.Join(got.Egress, ",") != "pypi.example.com:443,*.npm.example.com" {
 		t.Fatalf("stored budget %d, egress %q; want 16000 and the trimmed list", got.ContextBudget, got.Egress)
 	}
 }

@@ -60,7 +60,7 @@ func (lb *liveBundle) hostPort() string { return strings.TrimPrefix(lb.url, "htt
 func TestHostilePageCannotUseADevelopmentServer(t *testing.T) {
 	t.Parallel()
 	b := setupLive(t, true, nil)
-	victim := b.create(t, "", `{"task": "the user's own job", "egress": ["pypi.org:443"]}`)
+	victim := b.create(t, "", `{"task": "the user's own job", "egress": ["pypi.example.com:443"]}`)
 	evil := "http://evil.example"
 	rebound := "evil.example:" + strings.Split(b.hostPort(), ":")[1]
 	job := "/v1/jobs/" + victim.ID
@@ -150,7 +150,7 @@ func TestHostilePageCannotUseADevelopmentServer(t *testing.T) {
 		t.Fatalf("the hostile requests stored jobs: %d (%v)", len(jobs), err)
 	}
 	got, err := b.store.GetJob(t.Context(), victim.ID)
-	if err != nil || got.Status != drydock.StatusPending || got.CancelRequested || !slices.Equal(got.Egress, []string{"pypi.org:443"}) {
+	if err != nil || got.Status != drydock.StatusPending || got.CancelRequested || !slices.Equal(got.Egress, []string{"pypi.example.com:443"}) {
 		t.Fatalf("the user's job was changed: %+v (%v)", got, err)
 	}
 }
@@ -334,7 +334,7 @@ func TestUncleanPathsAreRefusedAsJSON(t *testing.T) {
 func TestAmbiguousJSONIsRefused(t *testing.T) {
 	t.Parallel()
 	b := setupLive(t, true, nil)
-	j := b.create(t, "", `{"task": "x", "egress": ["pypi.org:443"]}`)
+	j := b.create(t, "", `{"task": "x", "egress": ["pypi.example.com:443"]}`)
 	for _, tc := range []struct {
 		name, method, path, body string
 		msg                      []string
@@ -344,7 +344,7 @@ func TestAmbiguousJSONIsRefused(t *testing.T) {
 		{"duplicate egress", "POST", "/v1/jobs", `{"task": "x", "egress": [], "egress": ["*.example.com"]}`, []string{`"egress"`}},
 		{"duplicate metadata key", "POST", "/v1/jobs", `{"task": "x", "metadata": {"team": "a", "team": "b"}}`, []string{`"team"`, `"metadata"`}},
 		{"duplicate secret", "POST", "/v1/jobs", `{"task": "x", "secrets": {"API_KEY": "aaaaaaaaaa", "API_KEY": "bbbbbbbbbb"}}`, []string{`"API_KEY"`, `"secrets"`}},
-		{"duplicate egress on PUT", "PUT", "/v1/jobs/" + j.ID + "/egress", `{"egress": ["pypi.org:443"], "egress": ["evil.example:443"]}`, []string{`"egress"`}},
+		{"duplicate egress on PUT", "PUT", "/v1/jobs/" + j.ID + "/egress", `{"egress": ["pypi.example.com:443"], "egress": ["evil.example:443"]}`, []string{`"egress"`}},
 		{"duplicate in a link request", "POST", "/v1/jobs/" + j.ID + "/desktop/link", `{"control": false, "control": true}`, []string{`"control"`}},
 		{"invalid UTF-8 in task", "POST", "/v1/jobs", "{\"task\": \"a\xffb\"}", []string{"UTF-8", "byte 11"}},
 		{"invalid UTF-8 in a metadata key", "POST", "/v1/jobs", "{\"task\": \"x\", \"metadata\": {\"\xc3\": \"y\"}}", []string{"UTF-8"}},
@@ -375,7 +375,7 @@ func TestAmbiguousJSONIsRefused(t *testing.T) {
 		t.Errorf("refused bodies stored jobs: %d", len(jobs))
 	}
 	got, _ := b.store.GetJob(t.Context(), j.ID)
-	if !slices.Equal(got.Egress, []string{"pypi.org:443"}) {
+	if !slices.Equal(got.Egress, []string{"pypi.example.com:443"}) {
 		t.Errorf("egress changed by a refused body: %v", got.Egress)
 	}
 }

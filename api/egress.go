@@ -14,7 +14,7 @@ type EgressRequest struct {
 	Egress *[]string `json:"egress"`
 }
 
-var egressBody = bodyHelp{fields: "egress", example: `{"egress": ["pypi.org:443"]} (the whole new list; [] denies everything)`}
+var egressBody = bodyHelp{fields: "egress", example: `{"egress": ["pypi.example.com:443"]} (the whole new list; [] denies everything)`}
 
 // handleSetEgress replaces a job's egress allowlist, pending or running.
 // The change is recorded in the job's event log and reaches the sandbox's
@@ -31,7 +31,7 @@ func (s *Server) handleSetEgress(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if req.Egress == nil {
-		s.writeError(w, r, drydock.Errorf(drydock.EINVALID, `egress is required: the whole new list, as in {"egress": ["pypi.org:443"]} ([] denies everything)`))
+		s.writeError(w, r, drydock.Errorf(drydock.EINVALID, `egress is required: the whole new list, as in {"egress": ["pypi.example.com:443"]} ([] denies everything)`))
 		return
 	}
 	list := make([]string, 0, len(*req.Egress))

@@ -36,10 +36,10 @@ func TestSetEgressReplacesTheListAndRecordsIt(t *testing.T) {
 	t.Parallel()
 	b := setup(t, false)
 	heard := withEgressHook(t, b)
-	j := b.schedule(t, b.alice, `{"task": "x", "egress": ["pypi.org:443"]}`)
+	j := b.schedule(t, b.alice, `{"task": "x", "egress": ["pypi.example.com:443"]}`)
 	path := "/v1/jobs/" + j.ID + "/egress"
 
-	resp, data := b.do(t, "PUT", path, b.alice, `{"egress": [" example.com ", "pypi.org:443", "10.0.0.0/8"]}`)
+	resp, data := b.do(t, "PUT", path, b.alice, `{"egress": [" example.com ", "pypi.example.com:443", "10.0.0.0/8"]}`)
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("owner: %d %s", resp.StatusCode, data)
 	}
@@ -47,10 +47,10 @@ func TestSetEgressReplacesTheListAndRecordsIt(t *testing.T) {
 	if err := json.Unmarshal(data, &got); err != nil {
 		t.Fatal(err)
 	}
-	if strings.Join(got.Egress, ",") != "example.com,pypi.org:443,10.0.0.0/8" || got.StatusURL == "" {
+	if strings.Join(got.Egress, ",") != "example.com,pypi.example.com:443,10.0.0.0/8" || got.StatusURL == "" {
 		t.Errorf("answered job: egress %q status_url %q", got.Egress, got.StatusURL)
 	}
-	if want := j.ID + " example.com,pypi.org:443,10.0.0.0/8"; len(*heard) != 1 || (*heard)[0] != want {
+	if want := j.ID + " example.com,pypi.example.com:443,10.0.0.0/8"; len(*heard) != 1 || (*heard)[0] != want {
 		t.Errorf("hook heard %q, want %q", *heard, want)
 	}
 	_, data = b.do(t, "GET", "/v1/jobs/"+j.ID+"/events", b.alice, "")

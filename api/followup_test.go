@@ -79,7 +79,7 @@ func (b *bundle) followUp(t *testing.T, token, id, body string) (*drydock.Job, *
 func TestFollowUpOfFinishedJob(t *testing.T) {
 	t.Parallel()
 	b := setup(t, false)
-	parent, archive := b.finishedJob(t, b.alice, `{"task": "build a todo app", "model": "gpt-x", "profile": "desktop", "egress": ["registry.npmjs.org"],
+	parent, archive := b.finishedJob(t, b.alice, `{"task": "build a todo app", "model": "gpt-x", "profile": "desktop", "egress": ["registry.npm.example.com"],
 		"context_budget": 32000, "metadata": {"team": "web"}, "max_steps": 7, "timeout": "10m"}`, map[string]string{"app.js": "todo\n"}, drydock.StatusComplete)
 
 	child, resp := b.followUp(t, b.alice, parent.ID, `{"text": "  now add dark mode\n"}`)
@@ -93,7 +93,7 @@ func TestFollowUpOfFinishedJob(t *testing.T) {
 		t.Errorf("task = %q; want the message", child.Task)
 	}
 	if child.Model != "gpt-x" || child.Profile != drydock.ProfileDesktop || child.ContextBudget != 32000 ||
-		!slices.Equal(child.Egress, []string{"registry.npmjs.org"}) || child.EgressSource != drydock.EgressFromJob || child.Metadata["team"] != "web" {
+		!slices.Equal(child.Egress, []string{"registry.npm.example.com"}) || child.EgressSource != drydock.EgressFromJob || child.Metadata["team"] != "web" {
 		t.Errorf("follow-up did not inherit the parent's model, profile, budget, egress, metadata: %+v", child)
 	}
 	if child.MaxSteps != 0 || child.Timeout != 0 {
@@ -378,14 +378,14 @@ func (b *bundle) inputs(t *testing.T) []string {
 func TestFollowUpEgressWithinTheCeiling(t *testing.T) {
 	t.Parallel()
 	b := setup(t, false)
-	parent, _ := b.finishedJob(t, b.alice, `{"task": "x", "egress": ["registry.npmjs.org:443", "pypi.org:443"]}`, map[string]string{"a": "1"}, drydock.StatusComplete)
-	withEgressPolicy(t, b, nil, []string{"pypi.org"})
+	parent, _ := b.finishedJob(t, b.alice, `{"task": "x", "egress": ["registry.npm.example.com:443", "pypi.example.com:443"]}`, map[string]string{"a": "1"}, drydock.StatusComplete)
+	withEgressPolicy(t, b, nil, []string{"pypi.example.com"})
 	resp, data := b.do(t, "POST", "/v1/jobs/"+parent.ID+"/messages", b.alice, `{"text": "go on"}`)
-	if resp.StatusCode != http.StatusForbidden || !strings.Contains(string(data), "registry.npmjs.org") || !strings.Contains(string(data), "inherited from job "+parent.ID) {
+	if resp.StatusCode != http.StatusForbidden || !strings.Contains(string(data), "registry.npm.example.com") || !strings.Contains(string(data), "inherited from job "+parent.ID) {
 		t.Fatalf("inherited list outside the ceiling: %d %s; want 403 naming the entry and the parent", resp.StatusCode, data)
 	}
-	child, _ := b.followUp(t, b.alice, parent.ID, `{"text": "go on", "egress": ["pypi.org:443"]}`)
-	if !slices.Equal(child.Egress, []string{"pypi.org:443"}) || child.EgressSource != drydock.EgressFromJob {
+	child, _ := b.followUp(t, b.alice, parent.ID, `{"text": "go on", "egress": ["pypi.example.com:443"]}`)
+	if !slices.Equal(child.Egress, []string{"pypi.example.com:443"}) || child.EgressSource != drydock.EgressFromJob {
 		t.Errorf("follow-up egress %v (%s); want its own list", child.Egress, child.EgressSource)
 	}
 }
@@ -449,7 +449,7 @@ func TestFollowUpWaitsForAnUploadSlot(t *testing.T) {
 	if !refused {
 		t.Fatal("no 429 while the only slot was held")
 	}
-	if got, err := b.store.FollowUps(t.Context(), parent.ID); err != nil || len(got) != 0 {
+	if got, err := b.store.FollowUps(t.Context(), parent.ID, ""); err != nil || len(got) != 0 {
 		t.Fatalf("a refused follow-up was stored: %v %v", got, err)
 	}
 	pw.Write(data[len(data)/2:])

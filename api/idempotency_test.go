@@ -100,7 +100,7 @@ func TestIdempotencyKeyWithAnotherBodyIs422(t *testing.T) {
 	if code, _, _, data := post(t, b.url, "/v1/jobs", b.alice, []string{"k"}, `{"task": "one"}`); code != 201 {
 		t.Fatalf("first: %d %s", code, data)
 	}
-	for _, body := range []string{`{"task": "two"}`, `{"task": "one", "profile": "desktop"}`, `{"task": "one", "egress": ["pypi.org:443"]}`} {
+	for _, body := range []string{`{"task": "two"}`, `{"task": "one", "profile": "desktop"}`, `{"task": "one", "egress": ["pypi.example.com:443"]}`} {
 		code, _, _, data := post(t, b.url, "/v1/jobs", b.alice, []string{"k"}, body)
 		if code != http.StatusUnprocessableEntity || errorCode(t, data) != drydock.EKEYREUSED ||
 			!strings.Contains(string(data), "already used for another request") {

@@ -204,7 +204,11 @@ func (s *Server) handleGet(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	if job.FollowUps, err = s.store.FollowUps(r.Context(), job.ID); err != nil {
+	owner := "" // an admin sees every follow-up; others only their own
+	if p := principalFrom(r.Context()); !p.Admin {
+		owner = p.ID
+	}
+	if job.FollowUps, err = s.store.FollowUps(r.Context(), job.ID, owner); err != nil {
 		s.writeError(w, r, err)
 		return
 	}

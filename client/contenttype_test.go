@@ -50,7 +50,7 @@ func TestEveryJSONBodyIsLabelledJSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.SetEgress(ctx, j.ID, []string{"pypi.org:443"}); err != nil {
+	if _, err := c.SetEgress(ctx, j.ID, []string{"pypi.example.com:443"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.SetEgress(ctx, j.ID, nil); err != nil {

@@ -12,8 +12,8 @@ func TestSetEgress(t *testing.T) {
 	t.Parallel()
 	srv, c := setup(t)
 	j := srv.AddJob(drydock.JobSpec{Task: "t"}, time.Now())
-	got, err := c.SetEgress(t.Context(), j.ID, []string{"pypi.org:443", "*.npmjs.org"})
-	if err != nil || !slices.Equal(got.Egress, []string{"pypi.org:443", "*.npmjs.org"}) {
+	got, err := c.SetEgress(t.Context(), j.ID, []string{"pypi.example.com:443", "*.npm.example.com"})
+	if err != nil || !slices.Equal(got.Egress, []string{"pypi.example.com:443", "*.npm.example.com"}) {
 		t.Fatalf("SetEgress: %+v %v", got, err)
 	}
 	if got, err = c.SetEgress(t.Context(), j.ID, nil); err != nil || len(got.Egress) != 0 {

@@ -284,7 +284,7 @@ func TestAgentBuildsTodoAppInSandbox(t *testing.T) {
 	// The network is off: the model checks, then builds with what is there.
 	turns := []llmtest.Turn{
 		{Text: "Let me see what the sandbox has.", ToolCalls: []llm.ToolCall{
-			llmtest.Call("bash", `{"command": "node --version && tsc --version && ls /usr/local/lib/node_modules/@types; command -v npm || echo no npm; python3 -c \"import socket; socket.create_connection(('registry.npmjs.org', 443), 3)\" 2>/dev/null && echo online || echo offline"}`),
+			llmtest.Call("bash", `{"command": "node --version && tsc --version && ls /usr/local/lib/node_modules/@types; command -v npm || echo no npm; python3 -c \"import socket; socket.create_connection(('registry.npm.example.com', 443), 3)\" 2>/dev/null && echo online || echo offline"}`),
 		}},
 		// Several files per turn: each call is answered, in order.
 		{Text: "No registry, so no react package: I'll write React-style components on a tiny JSX runtime.", ToolCalls: creates[:len(creates)/2]},

@@ -48,13 +48,13 @@ func TestReporterRecordsEachDestinationOncePerWindow(t *testing.T) {
 	t.Parallel()
 	log := &eventLog{}
 	r := &Reporter{Store: log, Every: 200 * time.Millisecond, Burst: 3}
-	d := Denial{Host: "pypi.org", Port: 443, Status: 403, Reason: "not in the job's egress allowlist"}
+	d := Denial{Host: "pypi.example.com", Port: 443, Status: 403, Reason: "not in the job's egress allowlist"}
 	for range 5 {
 		r.Deny("job-1", d)
 	}
 	r.Deny("job-2", d) // another job has its own record
 	got := log.messages(t)
-	if len(got) != 2 || !strings.Contains(got[0], "egress refused: pypi.org:443 (not in the job's egress allowlist)") {
+	if len(got) != 2 || !strings.Contains(got[0], "egress refused: pypi.example.com:443 (not in the job's egress allowlist)") {
 		t.Fatalf("after 5 refusals of one destination: %q", got)
 	}
 	time.Sleep(250 * time.Millisecond)

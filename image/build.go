@@ -52,14 +52,6 @@ var desktopPackages string
 //go:embed setup.sh
 var setupScript string
 
-// Default mirrors: the suite's main, updates and security archives, so that the
-// image gets the same security fixes a `apt-get upgrade` would.
-var defaultMirrors = []string{
-	"deb http://deb.debian.org/debian bookworm main",
-	"deb http://deb.debian.org/debian bookworm-updates main",
-	"deb http://deb.debian.org/debian-security bookworm-security main",
-}
-
 // Options configures Build.
 type Options struct {
 	// Profile is headless or desktop; empty means desktop.
@@ -72,7 +64,8 @@ type Options struct {
 	// CacheDir keeps rootfs tarballs between builds; empty means
 	// $XDG_CACHE_HOME/drydock/image (or ~/.cache/drydock/image).
 	CacheDir string
-	// Mirrors overrides the apt sources lines mmdebstrap uses.
+	// Mirrors overrides the apt sources lines mmdebstrap uses; empty
+	// means this machine's own (HostMirrors).
 	Mirrors []string
 	// NPMRegistry is the npm registry Node.js, npm and TypeScript are
 	// fetched from (packages/npm.txt pins them by integrity); empty means
@@ -155,7 +148,11 @@ func Build(ctx context.Context, opts Options) (string, error) {
 		opts.CacheDir = filepath.Join(dir, "drydock", "image")
 	}
 	if len(opts.Mirrors) == 0 {
-		opts.Mirrors = defaultMirrors
+		m, err := HostMirrors("/")
+		if err != nil {
+			return "", err
+		}
+		opts.Mirrors = m
 	}
 	out := opts.Progress
 	if out == nil {
@@ -309,7 +306,7 @@ func (b *builder) mmdebstrap(ctx context.Context, dst string) error {
 	tmp := filepath.Join(work, "rootfs.tar")
 	args := append(b.rootfsArgs(),
 		"--customize-hook=sh "+setup+` "$1" `+npmDir,
-		"bookworm", tmp, strings.Join(b.opts.Mirrors, "\n"))
+		Suite, tmp, strings.Join(b.opts.Mirrors, "\n"))
 	b.logf("mmdebstrap: building the %s rootfs (%d packages); this takes a few minutes", b.profile, len(Packages(b.profile)))
 	cmd := exec.CommandContext(ctx, "mmdebstrap", args...)
 	pr, pw := io.Pipe()

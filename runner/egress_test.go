@@ -50,7 +50,7 @@ func TestEgressIsOpenedForTheJobAndClosedAfterIt(t *testing.T) {
 	b := setup(t)
 	log := &egressLog{}
 	b.deps.Egress = log.open
-	id := b.createWithEgress(t, "x [fake:steps=1] [fake:delay=1ms]", "pypi.org:443", "*.npmjs.org")
+	id := b.createWithEgress(t, "x [fake:steps=1] [fake:delay=1ms]", "pypi.example.com:443", "*.npm.example.com")
 	b.start(t, runner.Config{NodeID: "n", PollInterval: 20 * time.Millisecond})
 	if j := waitTerminal(t, b.store, id); j.Status != drydock.StatusComplete {
 		t.Fatalf("job: %s %q", j.Status, j.Error)
@@ -62,7 +62,7 @@ func TestEgressIsOpenedForTheJobAndClosedAfterIt(t *testing.T) {
 		opened, closed := slices.Clone(log.opened), log.closed
 		log.mu.Unlock()
 		if closed == 1 {
-			if want := []string{id + " pypi.org:443,*.npmjs.org " + j.SandboxID}; !slices.Equal(opened, want) {
+			if want := []string{id + " pypi.example.com:443,*.npm.example.com " + j.SandboxID}; !slices.Equal(opened, want) {
 				t.Errorf("opened %q, want %q", opened, want)
 			}
 			return

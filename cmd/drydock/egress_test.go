@@ -11,16 +11,16 @@ import (
 func TestEgressCommand(t *testing.T) {
 	t.Parallel()
 	srv, newRun := setupFake(t)
-	j := srv.AddJob(drydock.JobSpec{Task: "t", Egress: []string{"pypi.org:443"}}, time.Now())
+	j := srv.AddJob(drydock.JobSpec{Task: "t", Egress: []string{"pypi.example.com:443"}}, time.Now())
 	srv.SetStatus(j.ID, drydock.StatusRunning, "")
 
 	steps := []struct {
 		args []string
 		want string
 	}{
-		{nil, "may reach: pypi.org:443\n"},
-		{[]string{"--allow", "*.npmjs.org:443", "--allow", "10.0.0.0/8"}, "may reach: pypi.org:443, *.npmjs.org:443, 10.0.0.0/8\n"},
-		{[]string{"--remove", "pypi.org:443"}, "may reach: *.npmjs.org:443, 10.0.0.0/8\n"},
+		{nil, "may reach: pypi.example.com:443\n"},
+		{[]string{"--allow", "*.npm.example.com:443", "--allow", "10.0.0.0/8"}, "may reach: pypi.example.com:443, *.npm.example.com:443, 10.0.0.0/8\n"},
+		{[]string{"--remove", "pypi.example.com:443"}, "may reach: *.npm.example.com:443, 10.0.0.0/8\n"},
 		{[]string{"--clear", "--allow", "example.com"}, "may reach: example.com\n"},
 		{[]string{"--clear"}, "may reach nothing on the network.\n"},
 	}

@@ -197,7 +197,7 @@ func TestHostileScheduleFollowAndWait(t *testing.T) {
 func hostileServer(t *testing.T) string {
 	t.Helper()
 	job := &drydock.Job{ID: "j1" + hostile, Status: drydock.JobStatus("runn" + hostile), CreatedAt: time.Now(),
-		JobSpec:     drydock.JobSpec{Task: hostile, Egress: []string{"pypi.org:443", hostile}},
+		JobSpec:     drydock.JobSpec{Task: hostile, Egress: []string{"pypi.example.com:443", hostile}},
 		StatusURL:   "http://x/" + hostile,
 		VNCURL:      "http://x/vnc" + hostile,
 		DownloadURL: "http://x/dl" + hostile,
@@ -236,7 +236,7 @@ func TestHostileServerFieldsAreEscaped(t *testing.T) {
 		{"jobs"},
 		{"status", "j1"},
 		{"egress", "j1"},
-		{"egress", "j1", "--allow", "npmjs.org:443"},
+		{"egress", "j1", "--allow", "npm.example.com:443"},
 		{"egress", "j1", "--remove", "nothere"},
 		{"cancel", "j1"},
 		{"schedule", "t"},

@@ -24,7 +24,9 @@ type ImageBuildCmd struct {
 	DockerHost string `env:"DOCKER_HOST" help:"Docker or Podman API socket."`
 	CacheDir   string `help:"Where the rootfs tarballs are cached (default: the user cache dir)." type:"path"`
 	// No default: the registry is the operator's, as their npm says.
-	NPMRegistry string `name:"npm-registry" env:"DRYDOCK_NPM_REGISTRY" placeholder:"URL" help:"npm registry to fetch Node.js, npm and TypeScript from (pinned by integrity in image/packages/npm.txt). Default: $NPM_CONFIG_REGISTRY, else npm config get registry."`
+	// No default either: the apt archives are the machine's.
+	Mirrors     []string `name:"mirror" env:"DRYDOCK_APT_MIRRORS" sep:"none" placeholder:"SOURCE" help:"apt source line for the Debian bookworm packages, e.g. 'deb http://mirror.example.com/debian bookworm main' (repeat for the -updates and -security archives). Default: this machine's own apt sources (/etc/apt)."`
+	NPMRegistry string   `name:"npm-registry" env:"DRYDOCK_NPM_REGISTRY" placeholder:"URL" help:"npm registry to fetch Node.js, npm and TypeScript from (pinned by integrity in image/packages/npm.txt). Default: $NPM_CONFIG_REGISTRY, else npm config get registry."`
 }
 
 func (c *ImageBuildCmd) Run(g *Globals) error {
@@ -46,6 +48,7 @@ func (c *ImageBuildCmd) Run(g *Globals) error {
 		DockerHost:  c.DockerHost,
 		CacheDir:    c.CacheDir,
 		NPMRegistry: c.NPMRegistry,
+		Mirrors:     c.Mirrors,
 		Progress:    g.Err,
 	})
 	if err != nil {

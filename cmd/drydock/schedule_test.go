@@ -20,7 +20,7 @@ func TestScheduleSendsEveryFlag(t *testing.T) {
 	srv, newRun := setupFake(t)
 	r := newRun()
 	err := r.exec("schedule", "build it", "--model", "m1", "--max-steps", "7", "--timeout", "15m", "--profile", "desktop",
-		"--context-budget", "32000", "--meta", "team=docs", "--meta", "ticket=A;B=C", "--egress", "pypi.org:443", "--egress", "*.github.com:443")
+		"--context-budget", "32000", "--meta", "team=docs", "--meta", "ticket=A;B=C", "--egress", "pypi.example.com:443", "--egress", "*.github.com:443")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,7 +32,7 @@ func TestScheduleSendsEveryFlag(t *testing.T) {
 	}
 	want := drydock.JobSpec{Task: "build it", Model: "m1", MaxSteps: 7, Timeout: drydock.Duration(15 * time.Minute),
 		Profile: drydock.ProfileDesktop, ContextBudget: 32000, Metadata: map[string]string{"team": "docs", "ticket": "A;B=C"},
-		Egress: []string{"pypi.org:443", "*.github.com:443"}}
+		Egress: []string{"pypi.example.com:443", "*.github.com:443"}}
 	if diff := cmp.Diff(want, j.JobSpec); diff != "" {
 		t.Errorf("spec (-want +server):\n%s", diff)
 	}

@@ -240,7 +240,7 @@ func TestEgressGoesThroughTheGateway(t *testing.T) {
 		o.EgressGatewayPort = 8129
 	})
 	sb, err := rt.Create(t.Context(), drydock.SandboxSpec{
-		JobID: "job-1", Egress: []string{"pypi.org:443"},
+		JobID: "job-1", Egress: []string{"pypi.example.com:443"},
 		Env: map[string]string{"HTTPS_PROXY": "http://elsewhere.example:8080", "TOOLBOXD_EGRESS_GATEWAY": "203.0.113.9:1"},
 	})
 	if err != nil {
@@ -303,7 +303,7 @@ func TestEgressWithoutAGatewayIsRefused(t *testing.T) {
 	t.Parallel()
 	c := newCluster(t, testNS)
 	rt := newTestRuntime(t, c, nil)
-	_, err := rt.Create(t.Context(), drydock.SandboxSpec{JobID: "job-1", Egress: []string{"pypi.org:443"}})
+	_, err := rt.Create(t.Context(), drydock.SandboxSpec{JobID: "job-1", Egress: []string{"pypi.example.com:443"}})
 	if drydock.ErrorCode(err) != drydock.EINVALID || !strings.Contains(err.Error(), "--kube-egress-gateway") {
 		t.Fatalf("Create with egress and no gateway: %v", err)
 	}

@@ -10,12 +10,13 @@ import (
 
 // FollowUps returns the ids of the jobs that follow id up, oldest first
 // (ids are UUIDv7), at most drydock.MaxFollowUpsListed of them.
-func (s *Store) FollowUps(ctx context.Context, id string) ([]string, error) {
-	if badKey(id) {
+func (s *Store) FollowUps(ctx context.Context, id, owner string) ([]string, error) {
+	if badKey(id) || badKey(owner) {
 		return []string{}, nil
 	}
-	rows, err := s.pool.Query(ctx, `SELECT id FROM jobs WHERE parent_job_id = $1 AND parent_job_id <> '' ORDER BY id LIMIT $2`,
-		id, drydock.MaxFollowUpsListed)
+	rows, err := s.pool.Query(ctx, `SELECT id FROM jobs WHERE parent_job_id = $1 AND parent_job_id <> ''
+		AND ($3 = '' OR owner_id = $3) ORDER BY id LIMIT $2`,
+		id, drydock.MaxFollowUpsListed, owner)
 	if err != nil {
 		return nil, wrapErr("list follow-ups of job "+id, err)
 	}

@@ -9,9 +9,10 @@ import (
 
 // FollowUps returns the ids of the jobs that follow id up, oldest first
 // (ids are UUIDv7), at most drydock.MaxFollowUpsListed of them.
-func (s *Store) FollowUps(ctx context.Context, id string) ([]string, error) {
-	rows, err := s.rdb.QueryContext(ctx, `SELECT id FROM jobs WHERE parent_job_id = ? AND parent_job_id <> '' ORDER BY id LIMIT ?`,
-		id, drydock.MaxFollowUpsListed)
+func (s *Store) FollowUps(ctx context.Context, id, owner string) ([]string, error) {
+	rows, err := s.rdb.QueryContext(ctx, `SELECT id FROM jobs WHERE parent_job_id = ? AND parent_job_id <> ''
+		AND (? = '' OR owner_id = ?) ORDER BY id LIMIT ?`,
+		id, owner, owner, drydock.MaxFollowUpsListed)
 	if err != nil {
 		return nil, fmt.Errorf("list follow-ups of job %s: %w", id, err)
 	}

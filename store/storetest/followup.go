@@ -65,16 +65,29 @@ func (s *suite) testFollowUpsOldestFirst(t *testing.T) {
 	grandchild.ParentJobID = want[0]
 	mustCreate(t, st, grandchild)
 
-	got, err := st.FollowUps(t.Context(), root.ID)
+	got, err := st.FollowUps(t.Context(), root.ID, "")
 	if err != nil {
 		t.Fatalf("FollowUps: %v", err)
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Fatalf("FollowUps(root) (-want +got):\n%s", diff)
 	}
-	got, err = st.FollowUps(t.Context(), want[0])
+	got, err = st.FollowUps(t.Context(), want[0], "")
 	if err != nil || len(got) != 1 || got[0] != grandchild.ID {
 		t.Fatalf("FollowUps(first child) = %v, %v; want [%s]", got, err, grandchild.ID)
+	}
+	// An owner is shown only its own follow-ups.
+	foreign := newJob(t, "tok-admin")
+	foreign.ParentJobID = root.ID
+	mustCreate(t, st, foreign)
+	if got, err = st.FollowUps(t.Context(), root.ID, "tok-1"); err != nil || !cmp.Equal(got, want) {
+		t.Fatalf("FollowUps(root, tok-1) = %v, %v; want %v, without tok-admin's", got, err, want)
+	}
+	if got, err = st.FollowUps(t.Context(), root.ID, "tok-admin"); err != nil || len(got) != 1 || got[0] != foreign.ID {
+		t.Fatalf("FollowUps(root, tok-admin) = %v, %v; want [%s]", got, err, foreign.ID)
+	}
+	if got, err = st.FollowUps(t.Context(), root.ID, ""); err != nil || len(got) != len(want)+1 {
+		t.Fatalf("FollowUps(root, every owner) = %v, %v; want %d", got, err, len(want)+1)
 	}
 }
 
@@ -85,7 +98,7 @@ func (s *suite) testNoFollowUps(t *testing.T) {
 	j := mustCreate(t, st, newJob(t, "tok-1"))
 	mustCreate(t, st, newJob(t, "tok-1"))
 	for _, id := range []string{j.ID, newID(t), ""} {
-		got, err := st.FollowUps(t.Context(), id)
+		got, err := st.FollowUps(t.Context(), id, "")
 		if err != nil {
 			t.Fatalf("FollowUps(%q): %v", id, err)
 		}

@@ -43,7 +43,7 @@ func (s *suite) testCreateAndGet(t *testing.T) {
 			Profile:       drydock.ProfileDesktop,
 			Metadata:      map[string]string{"team": "infra", "ticket": "DD-7"},
 			ContextBudget: 32000,
-			Egress:        []string{"pypi.org:443", "10.0.0.0/8"},
+			Egress:        []string{"pypi.example.com:443", "10.0.0.0/8"},
 		},
 		EgressSource: drydock.EgressFromDefault,
 	}
@@ -424,11 +424,11 @@ func (s *suite) testSetEgress(t *testing.T) {
 	nj := newJob(t, "u")
 	nj.Egress, nj.EgressSource = []string{"registry.example.com:443"}, drydock.EgressFromDefault
 	j := mustCreate(t, st, nj)
-	got, err := st.SetEgress(t.Context(), j.ID, []string{"example.com", "*.npmjs.org:443"})
+	got, err := st.SetEgress(t.Context(), j.ID, []string{"example.com", "*.npm.example.com:443"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff([]string{"example.com", "*.npmjs.org:443"}, got.Egress); diff != "" {
+	if diff := cmp.Diff([]string{"example.com", "*.npm.example.com:443"}, got.Egress); diff != "" {
 		t.Fatalf("SetEgress returned (-want +got):\n%s", diff)
 	}
 	// A list set on the job is the job's own, whatever it started from.
