@@ -461,3 +461,26 @@ func TestFollowUpWaitsForAnUploadSlot(t *testing.T) {
 		t.Fatalf("a follow-up once the slot was freed: %d %s", code, body)
 	}
 }
+
+// An admin may follow up a user's job; the user, who cannot open the
+// admin's job, is not shown its id among the follow-ups.
+func TestFollowUpsListOnlyTheCallersJobs(t *testing.T) {
+	t.Parallel()
+	b := setup(t, false)
+	parent, _ := b.finishedJob(t, b.alice, `{"task": "build it"}`, map[string]string{"a.txt": "a\n"}, drydock.StatusComplete)
+	mine, _ := b.followUp(t, b.alice, parent.ID, `{"text": "mine"}`)
+	theirs, _ := b.followUp(t, b.admin, parent.ID, `{"text": "the admin's"}`)
+	for _, c := range []struct {
+		who, token string
+		want       []string
+	}{{"alice", b.alice, []string{mine.ID}}, {"admin", b.admin, []string{mine.ID, theirs.ID}}} {
+		_, data := b.do(t, "GET", "/v1/jobs/"+parent.ID, c.token, "")
+		var j drydock.Job
+		if err := json.Unmarshal(data, &j); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(j.FollowUps, c.want) {
+			t.Errorf("%s sees follow_ups %v; want %v", c.who, j.FollowUps, c.want)
+		}
+	}
+}
