@@ -284,6 +284,11 @@ func (s *Server) handleCancel(w http.ResponseWriter, r *http.Request) {
 	if job.Status == drydock.StatusRunning {
 		s.queue.Cancel(job.ID)
 	}
+	if job.Status.Terminal() {
+		// A pending job cancelled here never reaches a runner, which
+		// deletes the input of the jobs it ends.
+		s.dropInput(job)
+	}
 	s.decorate(r, job)
 	writeJSON(w, http.StatusAccepted, job)
 }

@@ -271,7 +271,7 @@ func (s *Server) dropInput(job *drydock.Job) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := s.artifacts.Delete(ctx, job.InputKey); err != nil {
-		s.log.Warn("delete the input of a job not created", "job_id", job.ID, "key", job.InputKey, "err", err)
+	if err := s.artifacts.Delete(ctx, job.InputKey); err != nil && drydock.ErrorCode(err) != drydock.ENOTFOUND {
+		s.log.Warn("delete a job's input archive", "job_id", job.ID, "key", job.InputKey, "err", err)
 	}
 }

@@ -360,6 +360,17 @@ func TestUploadCreatesJobWithInput(t *testing.T) {
 			if !sameMap(got, tc.want) {
 				t.Errorf("stored input:\n%s\nwant:\n%s", dump(got), dump(tc.want))
 			}
+			// Cancelled before any runner took it, the job never needs
+			// its input again: it is deleted with the cancel.
+			req, _ := http.NewRequestWithContext(t.Context(), "POST", b.url+"/v1/jobs/"+j.ID+"/cancel", nil)
+			resp, err = http.DefaultClient.Do(req)
+			if err != nil || resp.StatusCode != http.StatusAccepted {
+				t.Fatalf("cancel: %v %v", resp, err)
+			}
+			resp.Body.Close()
+			if _, err := b.arts.Get(t.Context(), stored.InputKey); drydock.ErrorCode(err) != drydock.ENOTFOUND {
+				t.Errorf("the cancelled job's input is still stored: %v", err)
+			}
 		})
 	}
 }

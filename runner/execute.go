@@ -155,6 +155,7 @@ func (r *Runner) execute(ctx context.Context, cancel context.CancelCauseFunc, jo
 		log.Error("finish job", "err", err)
 		return
 	}
+	r.dropInput(endCtx, job, log)
 	if sb != nil {
 		if err := r.deps.Runtime.Destroy(endCtx, sb.ID); err != nil {
 			log.Error("destroy sandbox; the reaper will retry", "sandbox_id", sb.ID, "err", err)

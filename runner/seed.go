@@ -14,6 +14,19 @@ import (
 // put back files the agent has changed or deleted since.
 const seedSource = "upload"
 
+// dropInput deletes a finished job's input archive (an upload, or the copy
+// of a follow-up's parent archive): the workspace it seeded is archived
+// with the job, and a finished job never runs again, so it would only fill
+// the artifact store. A failure leaves it for an operator; it is logged.
+func (r *Runner) dropInput(ctx context.Context, job *drydock.Job, log *slog.Logger) {
+	if job.InputKey == "" {
+		return
+	}
+	if err := r.deps.Artifacts.Delete(ctx, job.InputKey); err != nil && drydock.ErrorCode(err) != drydock.ENOTFOUND {
+		log.Warn("delete the finished job's input archive", "key", job.InputKey, "err", err)
+	}
+}
+
 // seedWorkspace unpacks the job's uploaded archive (Job.InputKey, stored
 // normalized by the API) into the sandbox's workspace through toolboxd,
 // which confines every entry to /workspace, before the agent starts. It

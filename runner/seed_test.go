@@ -134,6 +134,19 @@ func TestUploadedWorkspaceIsThereBeforeTheAgentStarts(t *testing.T) {
 	if !seeded {
 		t.Errorf("no seed event in the log")
 	}
+	// The input goes once the job has ended: its workspace is archived.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		rc, err := b.deps.Artifacts.Get(t.Context(), key)
+		if drydock.ErrorCode(err) == drydock.ENOTFOUND {
+			break
+		}
+		if err == nil {
+			rc.Close()
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the finished job's input %s is still stored (%v)", key, err)
+		}
+	}
 }
 
 // A recovered job whose log records the seeding keeps the agent's changes
