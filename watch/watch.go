@@ -107,3 +107,11 @@ func (s *Store) UpdateProgress(ctx context.Context, id, owner string, p drydock.
 	}
 	return err
 }
+
+func (s *Store) ChangePause(ctx context.Context, id string, c drydock.PauseChange) (*drydock.Job, error) {
+	j, err := s.Store.ChangePause(ctx, id, c)
+	if err == nil {
+		s.signal(id)
+	}
+	return j, err
+}

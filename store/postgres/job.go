@@ -28,7 +28,8 @@ const jobColumns = `id, owner_id, status, created_at, started_at, finished_at, e
 	sandbox_id, artifact_key, artifact_size, cancel_requested, lease_owner, lease_expires_at, attempts,
 	secret_names, secrets_sealed,
 	input_key, input_size, egress_source,
-	repo, pushed_commit`
+	repo, pushed_commit,
+	paused_at, paused_ms, paused_by, control_lease, control_by, control_expires_at`
 
 // listColumns is jobColumns without the sealed secrets, which only the
 // worker that runs a job needs (up to 128 KiB a job).
@@ -44,6 +45,9 @@ func scanJob(row pgx.Row) (*drydock.Job, error) {
 		repo              []byte
 		timeoutMS         int64
 		status, profile   string
+		pausedAt          *time.Time
+		pausedMS          int64
+		controlExpires    *time.Time
 	)
 	err := row.Scan(&j.ID, &j.OwnerID, &status, &j.CreatedAt, &started, &finished, &j.Error, &j.Summary,
 		&j.Task, &j.Model, &j.MaxSteps, &timeoutMS, &profile, &metadata, &j.ContextBudget, &egress,
@@ -51,10 +55,13 @@ func scanJob(row pgx.Row) (*drydock.Job, error) {
 		&j.SandboxID, &j.ArtifactKey, &j.ArtifactSize, &j.CancelRequested, &j.LeaseOwner, &leaseExpires, &j.Attempts,
 		&secretNames, &j.SealedSecrets,
 		&j.InputKey, &j.InputSize, &j.EgressSource,
-		&repo, &j.PushedCommit)
+		&repo, &j.PushedCommit,
+		&pausedAt, &pausedMS, &j.PausedBy, &j.ControlLease, &j.ControlBy, &controlExpires)
 	if err != nil {
 		return nil, err
 	}
+	j.PausedAt, j.ControlExpiresAt = utc(pausedAt), utc(controlExpires)
+	j.PausedTotal = time.Duration(pausedMS) * time.Millisecond
 	j.Status = drydock.JobStatus(status)
 	j.Profile = drydock.Profile(profile)
 	j.Timeout = drydock.Duration(time.Duration(timeoutMS) * time.Millisecond)
@@ -79,6 +86,7 @@ func scanJob(row pgx.Row) (*drydock.Job, error) {
 			return nil, fmt.Errorf("stored repo of job %s: %w", j.ID, err)
 		}
 	}
+	j.SettlePause()
 	if secretNames != nil {
 		if err := json.Unmarshal(secretNames, &j.SecretNames); err != nil {
 			return nil, fmt.Errorf("stored secret names of job %s: %w", j.ID, err)

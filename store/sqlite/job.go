@@ -26,7 +26,8 @@ const jobColumns = `id, owner_id, status, created_at, started_at, finished_at, e
 	sandbox_id, artifact_key, artifact_size, cancel_requested, lease_owner, lease_expires_at, attempts,
 	secret_names, secrets_sealed,
 	input_key, input_size, egress_source,
-	repo, pushed_commit`
+	repo, pushed_commit,
+	paused_at, paused_ms, paused_by, control_lease, control_by, control_expires_at`
 
 // listColumns is jobColumns without the sealed secrets, which only the
 // worker that runs a job needs (up to 128 KiB a job).
@@ -45,6 +46,9 @@ func scanJob(row scanner) (*drydock.Job, error) {
 		repo              sql.NullString
 		timeoutMS         int64
 		status, profile   string
+		pausedAt          sql.NullString
+		pausedMS          int64
+		controlExpires    sql.NullString
 	)
 	err := row.Scan(&j.ID, &j.OwnerID, &status, &created, &started, &finished, &j.Error, &j.Summary,
 		&j.Task, &j.Model, &j.MaxSteps, &timeoutMS, &profile, &metadata, &j.ContextBudget, &egress,
@@ -52,10 +56,18 @@ func scanJob(row scanner) (*drydock.Job, error) {
 		&j.SandboxID, &j.ArtifactKey, &j.ArtifactSize, &j.CancelRequested, &j.LeaseOwner, &leaseExpires, &j.Attempts,
 		&secretNames, &j.SealedSecrets,
 		&j.InputKey, &j.InputSize, &j.EgressSource,
-		&repo, &j.PushedCommit)
+		&repo, &j.PushedCommit,
+		&pausedAt, &pausedMS, &j.PausedBy, &j.ControlLease, &j.ControlBy, &controlExpires)
 	if err != nil {
 		return nil, err
 	}
+	if j.PausedAt, err = parseNullTime(pausedAt); err != nil {
+		return nil, err
+	}
+	if j.ControlExpiresAt, err = parseNullTime(controlExpires); err != nil {
+		return nil, err
+	}
+	j.PausedTotal = time.Duration(pausedMS) * time.Millisecond
 	j.Status = drydock.JobStatus(status)
 	j.Profile = drydock.Profile(profile)
 	j.Timeout = drydock.Duration(time.Duration(timeoutMS) * time.Millisecond)
@@ -88,6 +100,7 @@ func scanJob(row scanner) (*drydock.Job, error) {
 			return nil, fmt.Errorf("stored repo of job %s: %w", j.ID, err)
 		}
 	}
+	j.SettlePause()
 	if secretNames.Valid {
 		if err := json.Unmarshal([]byte(secretNames.String), &j.SecretNames); err != nil {
 			return nil, fmt.Errorf("stored secret names of job %s: %w", j.ID, err)

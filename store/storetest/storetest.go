@@ -52,6 +52,7 @@ func Run(t *testing.T, newStore func(t *testing.T) drydock.Store, opts ...Option
 		{"Idempotency", s.idempotencyTests()},
 		{"Durability", s.durabilityTests()},
 		{"Repo", s.repoTests()},
+		{"Pause", s.pauseTests()},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
