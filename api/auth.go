@@ -13,6 +13,7 @@ import (
 type Principal struct {
 	ID    string // token id; "local" in development mode
 	Admin bool
+	Name  string // the token's name, shown as who paused a job or holds its desktop
 }
 
 type principalKey struct{}
@@ -61,7 +62,7 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			s.writeError(w, r, err)
 			return
 		}
-		p := Principal{ID: tok.ID, Admin: tok.Admin}
+		p := Principal{ID: tok.ID, Admin: tok.Admin, Name: tok.Name}
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, p)))
 	})
 }

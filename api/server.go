@@ -187,6 +187,8 @@ func (s *Server) routesSetup() {
 	s.handle("GET /v1/jobs/{id}", authed(s.handleGet))
 	s.handle("POST /v1/jobs/{id}/cancel", authed(s.handleCancel))
 	s.handle("PUT /v1/jobs/{id}/egress", authed(s.handleSetEgress))
+	s.handle("POST /v1/jobs/{id}/pause", authed(s.handlePause))
+	s.handle("POST /v1/jobs/{id}/resume", authed(s.handleResume))
 	s.handle("GET /v1/jobs/{id}/events", authed(s.handleEvents))
 	s.handle("GET /v1/jobs/{id}/trajectory", authed(s.handleTrajectory))
 	s.handle("GET /v1/jobs/{id}/artifact.tar.gz", authed(s.handleArtifactTarGz))
