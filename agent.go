@@ -17,6 +17,12 @@ type AgentRun struct {
 	History []*Event
 	// Progress records steps and usage; the runner persists it.
 	Progress func(ctx context.Context, steps int, usage Usage) error
+	// Hold (pause, issue 16 §2) returns at once while the job is not
+	// paused, and otherwise blocks until it is resumed or ctx ends. The
+	// agent calls it before every model call and every tool call. It
+	// returns what the pauses since its last call were (nil: none), for
+	// the agent to tell its model. nil: the job is never paused.
+	Hold func(ctx context.Context) (*PauseSummary, error)
 }
 
 // AgentOutcome is how an agent ended a run that did not fail.

@@ -211,10 +211,12 @@ type Job struct {
 	PausedSeconds float64    `json:"paused_seconds,omitempty"`
 	PausedBy      string     `json:"paused_by,omitempty"`
 	ControlBy     string     `json:"control_holder,omitempty"`
-	// PausedTotal is the length of the pauses that ended; ControlLease
+	// PausedTotal is the length of the pauses that ended, Pauses how many
+	// began (so a worker can tell that one came and went); ControlLease
 	// identifies the connection that holds control, until
 	// ControlExpiresAt unless renewed.
 	PausedTotal      time.Duration `json:"-"`
+	Pauses           int           `json:"-"`
 	ControlLease     string        `json:"-"`
 	ControlExpiresAt *time.Time    `json:"-"`
 

@@ -162,6 +162,7 @@ func ApplyPause(j *Job, c PauseChange, now time.Time) ([]PauseRecord, error) {
 func (j *Job) startPause(now time.Time) {
 	if j.PausedAt == nil {
 		j.PausedAt = ptr(now)
+		j.Pauses++
 	}
 	j.Paused = true
 }

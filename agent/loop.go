@@ -46,6 +46,9 @@ func (r *run) budget(ctx context.Context) error {
 
 // step asks the model for a turn, runs its tool calls, and records it all.
 func (r *run) step(ctx context.Context) error {
+	if err := r.gate(ctx); err != nil {
+		return err
+	}
 	prompt, err := r.window.Prompt(ctx)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -105,6 +108,9 @@ func (r *run) step(ctx context.Context) error {
 
 	var obs []transcript.Observation
 	for _, call := range resp.ToolCalls {
+		if err := r.hold(ctx); err != nil {
+			return err
+		}
 		if err := r.emit(ctx, drydock.EventToolCall, transcript.ToolCall{Step: step, ID: call.ID, Name: call.Name, Input: call.Input}); err != nil {
 			return err
 		}

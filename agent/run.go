@@ -62,6 +62,8 @@ type run struct {
 	stuck stuck
 	// outcome is set once finish succeeded.
 	outcome *drydock.AgentOutcome
+	// held is what pauses the next prompt has to tell of (hold.go).
+	held *drydock.PauseSummary
 }
 
 // usageEvent is the data of an EventUsage event: the step's usage and

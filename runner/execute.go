@@ -275,6 +275,7 @@ func (r *Runner) runAgent(ctx context.Context, job *drydock.Job, sb *drydock.San
 		Progress: func(ctx context.Context, steps int, usage drydock.Usage) error {
 			return r.deps.Store.UpdateProgress(ctx, job.ID, r.owner, drydock.JobProgress{Steps: steps, Usage: usage})
 		},
+		Hold: r.newHolder(job, history, emit.log).Hold,
 	}
 	return r.deps.Agent.Run(ctx, run)
 }

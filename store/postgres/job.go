@@ -29,7 +29,7 @@ const jobColumns = `id, owner_id, status, created_at, started_at, finished_at, e
 	secret_names, secrets_sealed,
 	input_key, input_size, egress_source,
 	repo, pushed_commit,
-	paused_at, paused_ms, paused_by, control_lease, control_by, control_expires_at`
+	paused_at, paused_ms, pauses, paused_by, control_lease, control_by, control_expires_at`
 
 // listColumns is jobColumns without the sealed secrets, which only the
 // worker that runs a job needs (up to 128 KiB a job).
@@ -56,7 +56,7 @@ func scanJob(row pgx.Row) (*drydock.Job, error) {
 		&secretNames, &j.SealedSecrets,
 		&j.InputKey, &j.InputSize, &j.EgressSource,
 		&repo, &j.PushedCommit,
-		&pausedAt, &pausedMS, &j.PausedBy, &j.ControlLease, &j.ControlBy, &controlExpires)
+		&pausedAt, &pausedMS, &j.Pauses, &j.PausedBy, &j.ControlLease, &j.ControlBy, &controlExpires)
 	if err != nil {
 		return nil, err
 	}

@@ -44,10 +44,10 @@ func (s *Store) ChangePause(ctx context.Context, id string, c drydock.PauseChang
 		}
 		var last int64
 		err = tx.QueryRow(ctx, `UPDATE jobs SET paused_at = $2, paused_ms = $3, paused_by = $4,
-			control_lease = $5, control_by = $6, control_expires_at = $7, last_seq = last_seq + $8
+			control_lease = $5, control_by = $6, control_expires_at = $7, last_seq = last_seq + $8, pauses = $9
 			WHERE id = $1 RETURNING last_seq`,
 			id, j.PausedAt, j.PausedTotal.Milliseconds(), cleanText(j.PausedBy),
-			cleanText(j.ControlLease), cleanText(j.ControlBy), j.ControlExpiresAt, len(recs)).Scan(&last)
+			cleanText(j.ControlLease), cleanText(j.ControlBy), j.ControlExpiresAt, len(recs), j.Pauses).Scan(&last)
 		if err != nil {
 			return err
 		}

@@ -31,10 +31,10 @@ func (s *Store) ChangePause(ctx context.Context, id string, c drydock.PauseChang
 			job = j
 			return nil
 		}
-		j, err = scanJob(tx.QueryRowContext(ctx, `UPDATE jobs SET paused_at = ?, paused_ms = ?, paused_by = ?,
+		j, err = scanJob(tx.QueryRowContext(ctx, `UPDATE jobs SET paused_at = ?, paused_ms = ?, pauses = ?, paused_by = ?,
 			control_lease = ?, control_by = ?, control_expires_at = ?, last_seq = last_seq + ?
 			WHERE id = ? RETURNING `+jobColumns,
-			nullTimePtr(j.PausedAt), j.PausedTotal.Milliseconds(), j.PausedBy,
+			nullTimePtr(j.PausedAt), j.PausedTotal.Milliseconds(), j.Pauses, j.PausedBy,
 			j.ControlLease, j.ControlBy, nullTimePtr(j.ControlExpiresAt), len(recs), id))
 		if err != nil {
 			return err

@@ -77,7 +77,7 @@ func (s *suite) testPauseResume(t *testing.T) {
 		t.Fatalf("second pause = %+v; want the first pause unchanged", again)
 	}
 	r := mustPause(t, st, j.ID, drydock.PauseChange{Op: drydock.OpResume, By: "bob"})
-	if r.Paused || r.PausedAt != nil || r.PausedBy != "" || r.PausedTotal < 0 {
+	if r.Paused || r.PausedAt != nil || r.PausedBy != "" || r.PausedTotal < 0 || r.Pauses != 1 {
 		t.Fatalf("resumed job = %+v", r)
 	}
 	mustPause(t, st, j.ID, drydock.PauseChange{Op: drydock.OpResume, By: "bob"})
