@@ -23,6 +23,8 @@ type clientCLI struct {
 	Download DownloadCmd `cmd:""`
 	Diff     DiffCmd     `cmd:""`
 	Cancel   CancelCmd   `cmd:""`
+	Pause    PauseCmd    `cmd:""`
+	Resume   ResumeCmd   `cmd:""`
 	Egress   EgressCmd   `cmd:""`
 	Jobs     JobsCmd     `cmd:""`
 }

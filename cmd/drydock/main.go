@@ -27,6 +27,8 @@ type cli struct {
 	Download DownloadCmd `cmd:"" help:"Download a job's workspace archive (tar.gz by default; --format zip)."`
 	Diff     DiffCmd     `cmd:"" help:"Show a job's changes to its workspace as a unified diff (git format)."`
 	Cancel   CancelCmd   `cmd:"" help:"Cancel a job."`
+	Pause    PauseCmd    `cmd:"" help:"Pause a job: its agent makes no model call and runs no tool until resumed."`
+	Resume   ResumeCmd   `cmd:"" help:"Resume a paused job."`
 	Egress   EgressCmd   `cmd:"" help:"Show or change what a job's sandbox may reach on the network."`
 	Jobs     JobsCmd     `cmd:"" help:"List jobs."`
 	Token    TokenCmd    `cmd:"" help:"Manage API tokens (works on the server's data directory)."`
