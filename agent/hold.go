@@ -2,10 +2,15 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"path"
 	"slices"
+	"strings"
 
 	"github.com/drydockhq/drydock"
+	"github.com/drydockhq/drydock/agent/transcript"
+	"github.com/drydockhq/drydock/llm"
 )
 
 // hold waits while the job is paused (AgentRun.Hold) and keeps what the
@@ -39,7 +44,43 @@ func (r *run) gate(ctx context.Context) error {
 		return nil
 	}
 	r.held = nil
-	return r.notice(ctx, "info", p.Notice())
+	n := transcript.Notice{Level: "info", Message: p.Notice(), Notice: true, Step: r.steps}
+	if p.Desktop {
+		r.freshScreen(ctx, &n)
+	}
+	return r.emit(ctx, drydock.EventLog, n)
+}
+
+// freshScreen adds a screenshot taken now to n: after a person used the
+// desktop, the model's last picture of it may be wrong. It is taken as the
+// computer tool takes one and kept as its images are; a sandbox without a
+// desktop, or a screenshot that fails, leaves the notice in words only.
+func (r *run) freshScreen(ctx context.Context, n *transcript.Notice) {
+	if !slices.Contains(r.tools.Names(), "computer") {
+		return
+	}
+	input, _ := json.Marshal(map[string]string{"action": "screenshot"})
+	res := r.tools.Run(ctx, llm.ToolCall{ID: "resume", Name: "computer", Input: input})
+	if res.IsError || len(res.Images) == 0 {
+		r.log.Warn("screenshot after a take-over", "err", res.Output)
+		n.Message += " (A screenshot of the desktop could not be taken: take one before you act on the screen.)"
+		return
+	}
+	for i, img := range res.Images {
+		ext := strings.TrimPrefix(img.MediaType, "image/")
+		p := path.Join(screenshotsDir, fmt.Sprintf("step-%04d-after-takeover-%d.%s", r.steps, i+1, ext))
+		if err := r.box.WriteFile(ctx, p, img.Data); err != nil {
+			r.log.Warn("save the screenshot after a take-over", "path", p, "err", err)
+			continue
+		}
+		r.imgs[p] = img.Image
+		n.Images = append(n.Images, transcript.ImageRef{Path: p, MediaType: img.MediaType, Width: img.Width, Height: img.Height})
+		if r.images {
+			n.Message += " This is the desktop now:"
+		} else {
+			n.Message += fmt.Sprintf(" A screenshot of the desktop now is in %s.", p)
+		}
+	}
 }
 
 // mergePauses joins the pauses a run waited out before one prompt.
