@@ -81,6 +81,9 @@ type Config struct {
 	// LinkTTL is how long a live-view link can be used to open a view
 	// (default DefaultLinkTTL); an open view lasts until the job ends.
 	LinkTTL time.Duration
+	// ControlTTL is how long a desktop's control lease lasts without a
+	// renewal (default DefaultControlTTL); the proxy renews it every third.
+	ControlTTL time.Duration
 	// LiveURL is the base URL of live-view links when they should be
 	// served from another origin than PublicURL (same server, another
 	// host name), which keeps pages served by a sandbox away from the web
