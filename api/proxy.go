@@ -49,17 +49,6 @@ func (s *Server) handleDesktopProxy(w http.ResponseWriter, r *http.Request, a *l
 		return
 	}
 	defer release()
-	// Control is a lease in the store (control.go): taking it pauses the
-	// agent, and a second person is refused here, before the upgrade, with
-	// a 409 that names the holder.
-	var lease *controlLease
-	if a.control {
-		if lease, err = s.takeControl(r.Context(), a, log); err != nil {
-			s.writeError(w, r, err)
-			return
-		}
-		defer lease.release()
-	}
 	tb := s.toolboxFor(sb)
 	// Dial first, so that a desktop that is not up yet is an HTTP error the
 	// page can show rather than a WebSocket that closes at once.
@@ -76,6 +65,19 @@ func (s *Server) handleDesktopProxy(w http.ResponseWriter, r *http.Request, a *l
 		return
 	}
 	backend.SetReadLimit(-1)
+	// Control is a lease in the store (control.go): taking it pauses the
+	// agent. It is taken once the desktop answered (a desktop still
+	// starting pauses nothing) and before the upgrade, so that a second
+	// person is refused with a 409 that names the holder.
+	var lease *controlLease
+	if a.control {
+		if lease, err = s.takeControl(r.Context(), a, log); err != nil {
+			backend.CloseNow()
+			s.writeError(w, r, err)
+			return
+		}
+		defer lease.release()
+	}
 	client, err := websocket.Accept(w, r, &websocket.AcceptOptions{
 		Subprotocols:   []string{"binary"},
 		OriginPatterns: s.originPatterns(),
