@@ -49,8 +49,12 @@ func (h *holder) Hold(ctx context.Context) (*drydock.PauseSummary, error) {
 		return nil, nil
 	}
 	var by []string
+	var from time.Time
 	desktop := false
 	note := func(j *drydock.Job) {
+		if j.PausedAt != nil && (from.IsZero() || j.PausedAt.Before(from)) {
+			from = *j.PausedAt
+		}
 		for _, b := range []string{j.PausedBy, j.ControlBy} {
 			if b != "" && !slices.Contains(by, b) {
 				by = append(by, b)
@@ -76,9 +80,17 @@ func (h *holder) Hold(ctx context.Context) (*drydock.PauseSummary, error) {
 		}
 	}
 	h.pauses = job.Pauses
-	sum, err := h.summary(ctx)
+	sum, found, err := h.summary(ctx)
 	if err != nil {
 		return nil, err
+	}
+	if !found && from.IsZero() {
+		// A pause that came and went before this run read the log (while
+		// the sandbox was prepared): the agent did nothing meanwhile.
+		return nil, nil
+	}
+	if !from.IsZero() && from.Before(sum.From) {
+		sum.From = from
 	}
 	for _, b := range by {
 		if !slices.Contains(sum.By, b) {
@@ -132,13 +144,15 @@ func (h *holder) expire(ctx context.Context, job *drydock.Job) error {
 	return ctx.Err()
 }
 
-// summary reads the pause events the log gained since the last call.
-func (h *holder) summary(ctx context.Context) (*drydock.PauseSummary, error) {
+// summary reads the pause events the log gained since the last call, and
+// says whether there were any.
+func (h *holder) summary(ctx context.Context) (*drydock.PauseSummary, bool, error) {
 	var sum drydock.PauseSummary
+	found := false
 	for {
 		page, err := h.r.deps.Store.ListEvents(ctx, h.id, h.seen, 1000)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		for _, e := range page {
 			h.seen = e.Seq
@@ -150,6 +164,7 @@ func (h *holder) summary(ctx context.Context) (*drydock.PauseSummary, error) {
 				continue
 			}
 			addPause(&sum, e, p)
+			found = true
 		}
 		if len(page) < 1000 {
 			break
@@ -161,7 +176,7 @@ func (h *holder) summary(ctx context.Context) (*drydock.PauseSummary, error) {
 	if sum.To.IsZero() || sum.To.Before(sum.From) {
 		sum.To = time.Now()
 	}
-	return &sum, nil
+	return &sum, found, nil
 }
 
 // addPause folds one paused or resumed event into sum.
