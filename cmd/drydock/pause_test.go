@@ -34,6 +34,11 @@ func TestPauseAndResumeCommands(t *testing.T) {
 	}
 
 	r = newRun()
+	if err := r.exec("jobs"); err != nil || !strings.Contains(r.out.String(), "running (paused)") {
+		t.Errorf("jobs with a paused job: %v\n%s", err, r.out.String())
+	}
+
+	r = newRun()
 	if err := r.exec("resume", running.ID); err != nil || !strings.HasPrefix(r.out.String(), "Job "+running.ID+" is not paused") {
 		t.Errorf("resume: %v %q", err, r.out.String())
 	}
