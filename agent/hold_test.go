@@ -152,3 +152,38 @@ func TestHoldFailureEndsTheRun(t *testing.T) {
 		t.Fatalf("%d model requests", n)
 	}
 }
+
+// A run resumed after a restart still shows the screenshot a take-over
+// notice carried: it reads the picture back from the workspace as it does
+// a tool's.
+func TestResumeShowsTheScreenshotOfATakeOverNotice(t *testing.T) {
+	t.Parallel()
+	b := setup(t, agent.ProviderOpenAI, llmtest.Options{Turns: []llmtest.Turn{finish("done")}}, agent.Config{})
+	png := []byte("\x89PNG\r\n\x1a\n-the-desktop-after-a-person-used-it")
+	const shot = ".drydock/screenshots/step-0001-after-takeover-1.png"
+	if err := os.MkdirAll(filepath.Join(b.ws, filepath.Dir(shot)), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(b.ws, shot), png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var history []*drydock.Event
+	add := func(typ drydock.EventType, v any) {
+		e := drydock.NewEvent("job-1", typ, v)
+		e.Seq, e.Time = int64(len(history)+1), time.Now()
+		history = append(history, e)
+	}
+	c := call("bash", map[string]string{"command": "true"})
+	c.ID = "c1"
+	add(drydock.EventModel, map[string]any{"step": 1, "tool_calls": []llm.ToolCall{c}})
+	add(drydock.EventObservation, map[string]any{"step": 1, "id": "c1", "name": "bash", "output": ""})
+	add(drydock.EventLog, map[string]any{"level": "info", "notice": true, "step": 1, "message": "A person used the desktop.",
+		"images": []map[string]string{{"path": shot, "media_type": "image/png"}}})
+	if _, err := b.run(t.Context(), job("x"), history); err != nil {
+		t.Fatal(err)
+	}
+	last := b.srv.Requests()[0].LastUser()
+	if len(last.Images) != 1 || string(last.Images[0].Data) != string(png) {
+		t.Fatalf("the resumed prompt's last user message has %d images; want the take-over's screenshot", len(last.Images))
+	}
+}

@@ -271,10 +271,14 @@ func (r *run) settle(ctx context.Context) error {
 	}
 	kept := 0
 	for i := len(r.events) - 1; i >= 0 && kept < r.a.cfg.KeepImages; i-- {
-		if r.events[i].Type != drydock.EventObservation {
+		// Observations and notices (a screenshot after a take-over) name
+		// their images alike.
+		if t := r.events[i].Type; t != drydock.EventObservation && t != drydock.EventLog {
 			continue
 		}
-		var o transcript.Observation
+		var o struct {
+			Images []transcript.ImageRef `json:"images"`
+		}
 		if json.Unmarshal(r.events[i].Data, &o) != nil || len(o.Images) == 0 {
 			continue
 		}
