@@ -31,6 +31,12 @@ type AgentRun struct {
 	// Ask records the question an interactive job's agent waits on as the
 	// job's waiting_for ("" clears it); nil when no one can be asked.
 	Ask func(ctx context.Context, question string) error
+	// Hold (pause, issue 16 §2) returns at once while the job is not
+	// paused, and otherwise blocks until it is resumed or ctx ends. The
+	// agent calls it before every model call and every tool call. It
+	// returns what the pauses since its last call were (nil: none), for
+	// the agent to tell its model. nil: the job is never paused.
+	Hold func(ctx context.Context) (*PauseSummary, error)
 }
 
 // AgentOutcome is how an agent ended a run that did not fail.

@@ -46,6 +46,12 @@ const (
 	EventTask EventType = "task"
 )
 
+// Pause (issue 16 §2): PauseEvent is the data of both.
+const (
+	EventPaused  EventType = "paused"  // a person paused the job or took control of its desktop
+	EventResumed EventType = "resumed" // a reason to pause ended (resume, release, expiry, pause-max)
+)
+
 // Event is one entry of a job's append-only log. Seq numbers events of one job
 // from 1 without gaps; it is the SSE id used for resuming.
 type Event struct {

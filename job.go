@@ -214,6 +214,25 @@ type Job struct {
 	// first; filled by the API for one job (Store.FollowUps), not in lists.
 	FollowUps []string `json:"follow_ups,omitempty"`
 
+	// Pause (issue 16 §2; pause.go). Paused is true while a person paused
+	// the job or holds control of its desktop; PausedAt is when the
+	// current pause began; PausedSeconds (set by the HTTP layer) is the
+	// paused time so far, the current pause included; PausedBy names who
+	// paused it, ControlBy who holds control of the desktop.
+	Paused        bool       `json:"paused,omitempty"`
+	PausedAt      *time.Time `json:"paused_at,omitempty"`
+	PausedSeconds float64    `json:"paused_seconds,omitempty"`
+	PausedBy      string     `json:"paused_by,omitempty"`
+	ControlBy     string     `json:"control_holder,omitempty"`
+	// PausedTotal is the length of the pauses that ended, Pauses how many
+	// began (so a worker can tell that one came and went); ControlLease
+	// identifies the connection that holds control, until
+	// ControlExpiresAt unless renewed.
+	PausedTotal      time.Duration `json:"-"`
+	Pauses           int           `json:"-"`
+	ControlLease     string        `json:"-"`
+	ControlExpiresAt *time.Time    `json:"-"`
+
 	JobSpec
 
 	// Links, set by the HTTP layer for the caller's base URL.

@@ -119,4 +119,15 @@ type Store interface {
 	// lists only that owner's (an admin may follow up a user's job; the
 	// user is not shown the admin's job).
 	FollowUps(ctx context.Context, id, owner string) ([]string, error)
+
+	// Pause (issue 16 §2).
+
+	// ChangePause applies c to the job's pause state with ApplyPause, in
+	// one transaction with the paused/resumed events it records, and
+	// returns the job as stored. ENOTFOUND for an unknown job; ECONFLICT
+	// for pausing, resuming or taking control of a finished job, and for
+	// taking control that another holder's unexpired lease holds (the
+	// message names the holder). Changes that change nothing (pausing a
+	// paused job) succeed and record nothing.
+	ChangePause(ctx context.Context, id string, c PauseChange) (*Job, error)
 }

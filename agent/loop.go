@@ -46,6 +46,10 @@ func (r *run) budget(ctx context.Context) error {
 
 // step asks the model for a turn, runs its tool calls, and records it all.
 func (r *run) step(ctx context.Context) error {
+	// Held first: a message sent during a pause is delivered after it.
+	if err := r.gate(ctx); err != nil {
+		return err
+	}
 	if err := r.deliver(ctx); err != nil {
 		return err
 	}
@@ -108,6 +112,9 @@ func (r *run) step(ctx context.Context) error {
 
 	var obs []transcript.Observation
 	for _, call := range resp.ToolCalls {
+		if err := r.hold(ctx); err != nil {
+			return err
+		}
 		if err := r.emit(ctx, drydock.EventToolCall, transcript.ToolCall{Step: step, ID: call.ID, Name: call.Name, Input: call.Input}); err != nil {
 			return err
 		}

@@ -71,6 +71,8 @@ type run struct {
 	// the messages found and not yet delivered (agent/inbox.go).
 	inboxAfter int64
 	inbox      []*drydock.Event
+	// held is what pauses the next prompt has to tell of (hold.go).
+	held *drydock.PauseSummary
 }
 
 // usageEvent is the data of an EventUsage event: the step's usage and
@@ -296,10 +298,14 @@ func (r *run) settle(ctx context.Context) error {
 	}
 	kept := 0
 	for i := len(r.events) - 1; i >= 0 && kept < r.a.cfg.KeepImages; i-- {
-		if r.events[i].Type != drydock.EventObservation {
+		// Observations and notices (a screenshot after a take-over) name
+		// their images alike.
+		if t := r.events[i].Type; t != drydock.EventObservation && t != drydock.EventLog {
 			continue
 		}
-		var o transcript.Observation
+		var o struct {
+			Images []transcript.ImageRef `json:"images"`
+		}
 		if json.Unmarshal(r.events[i].Data, &o) != nil || len(o.Images) == 0 {
 			continue
 		}

@@ -14,7 +14,7 @@ type Principal struct {
 	ID    string // token id; "local" in development mode
 	Admin bool
 	// Name is the token's name ("" in development mode): who sent a
-	// message to an agent.
+	// message to an agent, paused a job or holds its desktop.
 	Name string
 }
 

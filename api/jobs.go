@@ -310,6 +310,7 @@ func (s *Server) decorate(r *http.Request, job *drydock.Job) {
 	if job.ArtifactKey != "" || (job.SandboxID != "" && !job.Status.Terminal()) {
 		job.DiffURL = base + "/v1/jobs/" + id + "/diff"
 	}
+	decoratePause(job)
 }
 
 // baseURL is PublicURL, else the request's Host as the boundary accepted

@@ -65,6 +65,19 @@ func (s *Server) handleDesktopProxy(w http.ResponseWriter, r *http.Request, a *l
 		return
 	}
 	backend.SetReadLimit(-1)
+	// Control is a lease in the store (control.go): taking it pauses the
+	// agent. It is taken once the desktop answered (a desktop still
+	// starting pauses nothing) and before the upgrade, so that a second
+	// person is refused with a 409 that names the holder.
+	var lease *controlLease
+	if a.control {
+		if lease, err = s.takeControl(r.Context(), a, log); err != nil {
+			backend.CloseNow()
+			s.writeError(w, r, err)
+			return
+		}
+		defer lease.release()
+	}
 	client, err := websocket.Accept(w, r, &websocket.AcceptOptions{
 		Subprotocols:   []string{"binary"},
 		OriginPatterns: s.originPatterns(),
@@ -87,7 +100,12 @@ func (s *Server) handleDesktopProxy(w http.ResponseWriter, r *http.Request, a *l
 	// shuts down or the viewer's token (or the link's) is revoked.
 	jobCtx, stop := s.liveLifetime(context.Background(), a)
 	defer stop()
-	err = bridgeRFB(jobCtx, client, backend, sb.VNCPassword, a.control)
+	var input func() bool // nil: view-only
+	if lease != nil {
+		go lease.keep(jobCtx)
+		input = lease.held
+	}
+	err = bridgeRFB(jobCtx, client, backend, sb.VNCPassword, input)
 	if err != nil && !isClosedErr(err) {
 		log.Warn("desktop bridge failed", "err", err)
 	}
@@ -152,8 +170,9 @@ func (e *rfbError) Error() string { return e.msg }
 
 // bridgeRFB runs the RFB handshake against both sides, then copies bytes
 // both ways as they come until one side leaves or ctx ends. Server-to-client
-// bytes are never parsed or held back.
-func bridgeRFB(ctx context.Context, client, backend *websocket.Conn, password string, control bool) error {
+// bytes are never parsed or held back. The viewer's input reaches the
+// desktop only while input() says so (nil: never, a view-only viewer).
+func bridgeRFB(ctx context.Context, client, backend *websocket.Conn, password string, input func() bool) error {
 	bctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	cc := websocket.NetConn(bctx, client, websocket.MessageBinary)
@@ -201,12 +220,7 @@ func bridgeRFB(ctx context.Context, client, backend *websocket.Conn, password st
 		errc <- err
 	}()
 	go func() {
-		if control {
-			_, err := io.Copy(bc, cr)
-			errc <- err
-			return
-		}
-		errc <- filterInput(bc, cr)
+		errc <- filterInput(bc, cr, input)
 	}()
 	err := <-errc
 	if ctx.Err() != nil {
@@ -396,11 +410,14 @@ const (
 )
 
 // filterInput forwards the viewer's messages that only ask for pictures
-// (pixel format, encodings, update requests, fences) and drops those that
-// act on the desktop: keys, pointer, clipboard, resizing, power (xvp),
-// QEMU key events and GII input. An unknown type ends the connection,
-// since its length, and so the next message, cannot be known.
-func filterInput(dst io.Writer, src *bufio.Reader) error {
+// (pixel format, encodings, update requests, fences), and those that act on
+// the desktop (keys, pointer, clipboard, resizing, power (xvp), QEMU key
+// events and GII input) only while input() says the viewer holds control:
+// a view-only viewer's (input nil), and a controller's whose lease ended,
+// are dropped. An unknown type ends the connection, since its length, and
+// so the next message, cannot be known.
+func filterInput(dst io.Writer, src *bufio.Reader, input func() bool) error {
+	allowed := func() bool { return input != nil && input() }
 	msg := make([]byte, 0, 512)
 	read := func(n int) error {
 		start := len(msg)
@@ -431,34 +448,44 @@ func filterInput(dst io.Writer, src *bufio.Reader) error {
 				err, forward = read(int(msg[8])), true
 			}
 		case rfbKeyEvent:
-			err = read(7)
+			err, forward = read(7), allowed()
 		case rfbPointerEvent:
-			err = read(5)
+			err, forward = read(5), allowed()
 		case rfbClientCutText:
 			if err = read(7); err == nil {
 				n := int32(binary.BigEndian.Uint32(msg[4:8]))
 				if n < 0 { // extended clipboard: the length is negated
 					n = -n
 				}
-				_, err = io.CopyN(io.Discard, src, int64(n))
+				if forward = allowed(); forward {
+					// The text is the viewer's clipboard, sent on as it
+					// comes rather than held whole.
+					if _, err = dst.Write(msg); err == nil {
+						_, err = io.CopyN(dst, src, int64(n))
+					}
+					forward = false
+				} else {
+					_, err = io.CopyN(io.Discard, src, int64(n))
+				}
 			}
 		case rfbXvp:
-			err = read(3)
+			err, forward = read(3), allowed()
 		case rfbSetDesktopSize:
 			if err = read(6); err == nil {
-				err = read(16 * int(msg[5]))
+				err, forward = read(16*int(msg[5])), allowed()
 			}
 		case rfbQEMU:
 			if err = read(1); err == nil {
 				switch msg[1] {
 				case 0: // extended key event
-					err = read(10)
+					err, forward = read(10), allowed()
 				case 1: // audio: operation, and a format for operation 2
 					if err = read(2); err == nil && binary.BigEndian.Uint16(msg[2:4]) == 2 {
 						err = read(6)
 					}
+					forward = err == nil && allowed()
 				default:
-					return &rfbError{fmt.Sprintf("unknown QEMU message %d from a view-only viewer", msg[1])}
+					return &rfbError{fmt.Sprintf("unknown QEMU message %d from the viewer", msg[1])}
 				}
 			}
 		case rfbGII:
@@ -467,10 +494,17 @@ func filterInput(dst io.Writer, src *bufio.Reader) error {
 				if msg[1]&0x80 != 0 {
 					order = binary.BigEndian
 				}
-				_, err = io.CopyN(io.Discard, src, int64(order.Uint16(msg[2:4])))
+				n := int64(order.Uint16(msg[2:4]))
+				if allowed() {
+					if _, err = dst.Write(msg); err == nil {
+						_, err = io.CopyN(dst, src, n)
+					}
+				} else {
+					_, err = io.CopyN(io.Discard, src, n)
+				}
 			}
 		default:
-			return &rfbError{fmt.Sprintf("unknown message type %d from a view-only viewer", t)}
+			return &rfbError{fmt.Sprintf("unknown message type %d from the viewer", t)}
 		}
 		if err != nil {
 			return err

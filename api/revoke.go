@@ -42,7 +42,7 @@ func (s *Server) principalValid(ctx context.Context, id string) (*Principal, err
 	if err != nil {
 		return nil, fmt.Errorf("look up token %s: %w", id, err)
 	}
-	return &Principal{ID: tok.ID, Admin: tok.Admin}, nil
+	return &Principal{ID: tok.ID, Admin: tok.Admin, Name: tok.Name}, nil
 }
 
 // revocations ends the streams and live views of principals that are no

@@ -81,6 +81,9 @@ type Config struct {
 	// LinkTTL is how long a live-view link can be used to open a view
 	// (default DefaultLinkTTL); an open view lasts until the job ends.
 	LinkTTL time.Duration
+	// ControlTTL is how long a desktop's control lease lasts without a
+	// renewal (default DefaultControlTTL); the proxy renews it every third.
+	ControlTTL time.Duration
 	// LiveURL is the base URL of live-view links when they should be
 	// served from another origin than PublicURL (same server, another
 	// host name), which keeps pages served by a sandbox away from the web
@@ -187,6 +190,8 @@ func (s *Server) routesSetup() {
 	s.handle("GET /v1/jobs/{id}", authed(s.handleGet))
 	s.handle("POST /v1/jobs/{id}/cancel", authed(s.handleCancel))
 	s.handle("PUT /v1/jobs/{id}/egress", authed(s.handleSetEgress))
+	s.handle("POST /v1/jobs/{id}/pause", authed(s.handlePause))
+	s.handle("POST /v1/jobs/{id}/resume", authed(s.handleResume))
 	s.handle("GET /v1/jobs/{id}/events", authed(s.handleEvents))
 	s.handle("GET /v1/jobs/{id}/trajectory", authed(s.handleTrajectory))
 	s.handle("GET /v1/jobs/{id}/artifact.tar.gz", authed(s.handleArtifactTarGz))

@@ -270,6 +270,14 @@ func (s *Server) handleLink(scope string) http.HandlerFunc {
 			s.writeError(w, r, err)
 			return
 		}
+		if req.Control && scope == scopeDesktop {
+			// Said now rather than only when the link is used, so that the
+			// page can show who has control instead of a failed connection.
+			if err := controlTaken(job, time.Now()); err != nil {
+				s.writeError(w, r, err)
+				return
+			}
+		}
 		ttl := s.cfg.LinkTTL
 		if ttl <= 0 {
 			ttl = DefaultLinkTTL

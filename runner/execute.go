@@ -284,6 +284,7 @@ func (r *Runner) runAgent(ctx context.Context, job *drydock.Job, sb *drydock.San
 		},
 		Inbox: r.inbox(job.ID),
 		Ask:   r.ask(job.ID),
+		Hold:  r.newHolder(job, history, emit.log).Hold,
 	}
 	return r.deps.Agent.Run(ctx, run)
 }

@@ -64,6 +64,11 @@ type Config struct {
 	// OrphanGrace is how long after its job ended another node's sandbox is
 	// left to that node before the reaper takes it (default 2m).
 	OrphanGrace time.Duration
+	// PauseMax ends a pause that lasted longer (the job resumes by
+	// itself); default 1h, negative for no limit. PausePoll is how often
+	// a paused job's state is read while its agent waits (default 500ms).
+	PauseMax  time.Duration
+	PausePoll time.Duration
 }
 
 func (c *Config) setDefaults() {
@@ -96,6 +101,12 @@ func (c *Config) setDefaults() {
 	}
 	if c.ReapInterval <= 0 {
 		c.ReapInterval = time.Minute
+	}
+	if c.PauseMax == 0 {
+		c.PauseMax = time.Hour
+	}
+	if c.PausePoll <= 0 {
+		c.PausePoll = 500 * time.Millisecond
 	}
 }
 

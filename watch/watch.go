@@ -125,3 +125,12 @@ func (s *Store) SetWaitingFor(ctx context.Context, id, owner, question string) e
 	}
 	return err
 }
+
+// ChangePause wakes the job's streams, which show the pause.
+func (s *Store) ChangePause(ctx context.Context, id string, c drydock.PauseChange) (*drydock.Job, error) {
+	j, err := s.Store.ChangePause(ctx, id, c)
+	if err == nil {
+		s.signal(id)
+	}
+	return j, err
+}

@@ -56,6 +56,9 @@ func (a *Agent) demo(ctx context.Context, run *drydock.AgentRun, sc script, done
 		if err := sleep(ctx, sc.delay); err != nil {
 			return nil, err
 		}
+		if err := hold(ctx, run); err != nil {
+			return nil, err
+		}
 		n, st := i+1, steps[i]
 		if st.tool == tools.NameFinish {
 			st.input = map[string]any{"summary": p.summary(steps, results)}

@@ -102,6 +102,9 @@ func (a *Agent) writeNotes(ctx context.Context, run *drydock.AgentRun, sc script
 		if err := sleep(ctx, sc.delay); err != nil {
 			return nil, err
 		}
+		if err := hold(ctx, run); err != nil {
+			return nil, err
+		}
 		callID := fmt.Sprintf("call_%d", step)
 		path := fmt.Sprintf("notes/step-%03d.md", step)
 		body := fmt.Sprintf("# Step %d\n\nTask: %s\n", step, firstLine(run.Job.Task))
@@ -135,6 +138,16 @@ func (a *Agent) writeNotes(ctx context.Context, run *drydock.AgentRun, sc script
 		return nil, fmt.Errorf("write summary: %w", err)
 	}
 	return &drydock.AgentOutcome{Summary: summary}, nil
+}
+
+// hold waits while the job is paused (issue 16 §2), as the LLM agent does
+// before each step, so that a demo job pauses too.
+func hold(ctx context.Context, run *drydock.AgentRun) error {
+	if run.Hold == nil {
+		return nil
+	}
+	_, err := run.Hold(ctx)
+	return err
 }
 
 func sleep(ctx context.Context, d time.Duration) error {

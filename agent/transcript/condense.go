@@ -150,7 +150,7 @@ func (w *Window) inConversation(units []*unit, need int) (*llm.Request, []*unit)
 	prefix[0] = w.fixed + w.taskTokens()
 	for i, u := range live {
 		prefix[i+1] = prefix[i] + w.unitTokens(u, u.step <= masked)
-		for _, r := range u.results {
+		for _, r := range u.pictured() {
 			if show[r] {
 				prefix[i+1] += tokens.ImageTokens
 			}

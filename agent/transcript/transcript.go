@@ -62,6 +62,9 @@ type Notice struct {
 	Message string `json:"message"`
 	Notice  bool   `json:"notice"`
 	Step    int    `json:"step,omitempty"`
+	// Images go with the message (a screenshot of the desktop after a
+	// person used it); shown like a tool's images, while among the latest.
+	Images []ImageRef `json:"images,omitempty"`
 }
 
 // Options shape the conversation.
@@ -104,11 +107,9 @@ func Messages(events []*drydock.Event, opt Options) []llm.Message {
 func imageKeepers(units []*unit, n, masked int) map[*Observation]bool {
 	keep := map[*Observation]bool{}
 	for i := len(units) - 1; i >= 0 && len(keep) < n && units[i].step > masked; i-- {
-		u := units[i]
-		for k := len(u.results) - 1; k >= 0 && len(keep) < n; k-- {
-			if r := u.results[k]; r != nil && len(r.Images) > 0 {
-				keep[r] = true
-			}
+		pics := units[i].pictured()
+		for k := len(pics) - 1; k >= 0 && len(keep) < n; k-- {
+			keep[pics[k]] = true
 		}
 	}
 	return keep

@@ -22,6 +22,9 @@ type unit struct {
 	calls   []llm.ToolCall
 	results []*Observation // by call; nil while a call has no observation
 	notes   []string
+	// shots are the notices' images, each as an observation with images
+	// only, so that they are kept and counted as the results' are.
+	shots []*Observation
 	// memo holds token counts of the rendering without images, by mask
 	// state; 0 when not counted since the unit last changed. shown holds
 	// the renderings themselves, when they show no image.
@@ -29,15 +32,25 @@ type unit struct {
 	shown [2]*[2]llm.Message
 }
 
-// images counts the images the unit's results carry.
+// images counts the images the unit's results and notices carry.
 func (u *unit) images() int {
 	n := 0
-	for _, r := range u.results {
-		if r != nil {
-			n += len(r.Images)
-		}
+	for _, r := range u.pictured() {
+		n += len(r.Images)
 	}
 	return n
+}
+
+// pictured returns the unit's results with images, then its notices'
+// images, in the order the prompt shows them.
+func (u *unit) pictured() []*Observation {
+	var out []*Observation
+	for _, r := range u.results {
+		if r != nil && len(r.Images) > 0 {
+			out = append(out, r)
+		}
+	}
+	return append(out, u.shots...)
 }
 
 // observed counts the unit's results.
@@ -135,9 +148,18 @@ func (l *log) add(e *drydock.Event) {
 		}
 		if u := l.last(); u != nil {
 			u.notes = append(u.notes, n.Message)
+			if len(n.Images) > 0 {
+				u.shots = append(u.shots, &Observation{Name: "notice", Images: n.Images})
+			}
 			u.changed()
 		} else {
-			l.head = append(l.head, n.Message)
+			// Before the first turn there is no unit to hold an image:
+			// the notice names its files.
+			msg := n.Message
+			for _, ref := range n.Images {
+				msg = join(msg, fmt.Sprintf("[image not shown: %s]", ref.Path))
+			}
+			l.head = append(l.head, msg)
 		}
 	case drydock.EventCondensation:
 		var c Condensation
@@ -193,8 +215,8 @@ func (u *unit) messages(rd render, image func(ImageRef) (llm.Image, bool)) (llm.
 		k = 1
 	}
 	plain := rd.clip == 0
-	for _, r := range u.results {
-		if r != nil && len(r.Images) > 0 && rd.show[r] && image != nil {
+	for _, r := range u.pictured() {
+		if rd.show[r] && image != nil {
 			plain = false
 		}
 	}
@@ -252,6 +274,17 @@ func (u *unit) build(rd render, image func(ImageRef) (llm.Image, bool)) (llm.Mes
 			n = clipText(n, rd.clip)
 		}
 		m.Text = join(m.Text, n)
+	}
+	for _, o := range u.shots {
+		for _, ref := range o.Images {
+			if rd.show[o] && image != nil {
+				if img, ok := image(ref); ok {
+					m.Images = append(m.Images, img)
+					continue
+				}
+			}
+			m.Text = join(m.Text, fmt.Sprintf("[image not shown: %s]", ref.Path))
+		}
 	}
 	if m.Text == "" && len(m.ToolResults) == 0 {
 		m.Text = Continue

@@ -75,6 +75,8 @@ func NewServer() *Server {
 	mux.HandleFunc("POST /v1/jobs/{id}/cancel", s.cancel)
 	mux.HandleFunc("PUT /v1/jobs/{id}/egress", s.setEgress)
 	mux.HandleFunc("POST /v1/jobs/{id}/messages", s.message)
+	mux.HandleFunc("POST /v1/jobs/{id}/pause", s.pauseOp(drydock.OpPause))
+	mux.HandleFunc("POST /v1/jobs/{id}/resume", s.pauseOp(drydock.OpResume))
 	mux.HandleFunc("GET /v1/jobs/{id}/events", s.eventsHandler)
 	mux.HandleFunc("GET /v1/jobs/{id}/artifact.tar.gz", s.artifact("tar.gz"))
 	mux.HandleFunc("GET /v1/jobs/{id}/artifact.zip", s.artifact("zip"))

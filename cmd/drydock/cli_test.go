@@ -24,6 +24,8 @@ type clientCLI struct {
 	Diff     DiffCmd     `cmd:""`
 	Cancel   CancelCmd   `cmd:""`
 	Message  MessageCmd  `cmd:""`
+	Pause    PauseCmd    `cmd:""`
+	Resume   ResumeCmd   `cmd:""`
 	Egress   EgressCmd   `cmd:""`
 	Jobs     JobsCmd     `cmd:""`
 }

@@ -64,7 +64,11 @@ func (c *JobsCmd) Run(g *Globals) error {
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tSTATUS\tAGE\tSTEPS\tCOST\tTASK")
 	for _, j := range page.Jobs {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", safe(j.ID), safe(string(j.Status)), age(now, j.CreatedAt), j.Steps, cost(j.Usage.CostUSD),
+		status := safe(string(j.Status))
+		if j.Paused {
+			status += " (paused)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", safe(j.ID), status, age(now, j.CreatedAt), j.Steps, cost(j.Usage.CostUSD),
 			safe(truncate(firstLine(j.Task), 60)))
 	}
 	if err := tw.Flush(); err != nil {

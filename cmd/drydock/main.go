@@ -29,6 +29,8 @@ type cli struct {
 	Cancel   CancelCmd   `cmd:"" help:"Cancel a job."`
 	Message  MessageCmd  `cmd:"" help:"Send a message to a pending or running job's agent; it reads it before its next step."`
 	FollowUp FollowUpCmd `cmd:"" name:"follow-up" help:"Continue a finished job: a new job from its workspace and conversation, with a new message."`
+	Pause    PauseCmd    `cmd:"" help:"Pause a job: its agent makes no model call and runs no tool until resumed."`
+	Resume   ResumeCmd   `cmd:"" help:"Resume a paused job."`
 	Egress   EgressCmd   `cmd:"" help:"Show or change what a job's sandbox may reach on the network."`
 	Jobs     JobsCmd     `cmd:"" help:"List jobs."`
 	Token    TokenCmd    `cmd:"" help:"Manage API tokens (works on the server's data directory)."`

@@ -46,6 +46,7 @@ type ServerCmd struct {
 	MaxConcurrent int             `default:"2" env:"DRYDOCK_MAX_CONCURRENT" help:"Jobs this server runs at once; 0 serves the API only (another replica runs the jobs)."`
 	JobTimeout    time.Duration   `default:"30m" env:"DRYDOCK_JOB_TIMEOUT" help:"Default wall-time limit of a job."`
 	AskTimeout    time.Duration   `default:"30m" env:"DRYDOCK_ASK_TIMEOUT" help:"How long the agent of an interactive job waits for an answer to an ask_user question before it goes on without one."`
+	PauseMax      time.Duration   `default:"1h" env:"DRYDOCK_PAUSE_MAX" help:"Longest a job stays paused (by a person, or while one controls its desktop): after it the job resumes by itself and its agent is told. 0 is no limit. A pause does not stop the job's wall-time limit (--job-timeout)."`
 	LeaseTTL      time.Duration   `default:"10s" help:"How long a job's lease lasts without a heartbeat: a dead replica's jobs move to another after at most this long."`
 	ReapInterval  time.Duration   `default:"1m" env:"DRYDOCK_REAP_INTERVAL" help:"How often this server looks for sandboxes whose job has ended (and purges expired idempotency keys). Shorter frees sandboxes of jobs that ended while a replica was down sooner, at the cost of a list call to the runtime each time."`
 	MaxUploadMiB  int64           `name:"max-upload-mib" default:"256" env:"DRYDOCK_MAX_UPLOAD_MIB" help:"Largest workspace archive a job can be created with, in MiB as sent; it may also expand to at most the sandbox's workspace size (--sandbox-disk-mib)."`
@@ -78,6 +79,15 @@ func newLogger(w *os.File, level slog.Level, format string) *slog.Logger {
 		return slog.New(slog.NewJSONHandler(w, opts))
 	}
 	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// pauseMax is --pause-max as the runner takes it: 0 there is its default,
+// no limit is negative.
+func pauseMax(d time.Duration) time.Duration {
+	if d <= 0 {
+		return -1
+	}
+	return d
 }
 
 // openStore opens Postgres for a postgres:// URL and SQLite in the data
@@ -216,6 +226,7 @@ func (c *ServerCmd) Run(g *Globals) error {
 		LeaseTTL:       c.LeaseTTL,
 		ReapInterval:   c.ReapInterval,
 		DefaultTimeout: c.JobTimeout,
+		PauseMax:       pauseMax(c.PauseMax),
 		TrustedCAs:     trustedCAs,
 		Images: map[drydock.Profile]string{
 			drydock.ProfileHeadless: c.ImageHeadless,

@@ -58,6 +58,7 @@ func printStatus(w io.Writer, j *drydock.Job, color bool, now time.Time) error {
 	if j.WaitingFor != "" {
 		coloured("Waiting for", fmt.Sprintf("%s  (answer with: drydock message %s TEXT)", safe(truncate(strings.ReplaceAll(j.WaitingFor, "\n", " "), 300)), cmdWord(j.ID)))
 	}
+	row("Paused", pausedLine(j, now))
 	row("Task", truncate(firstLine(j.Task), 100))
 	row("Model", j.Model)
 	row("Profile", string(j.Profile))
@@ -90,6 +91,32 @@ func printStatus(w io.Writer, j *drydock.Job, color bool, now time.Time) error {
 		coloured("Download", fmt.Sprintf("drydock download %s  (%s)", cmdWord(j.ID), safe(u)))
 	}
 	return tw.Flush()
+}
+
+// pausedLine tells of a job's pause: who paused it or controls its
+// desktop, since when; or, once resumed, how long it was paused in all.
+func pausedLine(j *drydock.Job, now time.Time) string {
+	if !j.Paused {
+		if j.PausedSeconds > 0 {
+			return fmt.Sprintf("no (paused %s in all)", time.Duration(j.PausedSeconds*float64(time.Second)).Round(time.Second))
+		}
+		return ""
+	}
+	var who []string
+	if j.PausedBy != "" {
+		who = append(who, "by "+j.PausedBy)
+	}
+	if j.ControlBy != "" {
+		who = append(who, j.ControlBy+" has control of the desktop")
+	}
+	s := "yes"
+	if len(who) > 0 {
+		s += ", " + strings.Join(who, "; ")
+	}
+	if j.PausedAt != nil {
+		s += fmt.Sprintf(" (for %s)", age(now, *j.PausedAt))
+	}
+	return s
 }
 
 // runTime is how long the job has run, or ran; 0 before it started.

@@ -27,7 +27,8 @@ const jobColumns = `id, owner_id, status, created_at, started_at, finished_at, e
 	secret_names, secrets_sealed,
 	input_key, input_size, egress_source,
 	repo, pushed_commit,
-	interactive, waiting_for, parent_job_id`
+	interactive, waiting_for, parent_job_id,
+	paused_at, paused_ms, pauses, paused_by, control_lease, control_by, control_expires_at`
 
 // listColumns is jobColumns without the sealed secrets, which only the
 // worker that runs a job needs (up to 128 KiB a job).
@@ -46,6 +47,9 @@ func scanJob(row scanner) (*drydock.Job, error) {
 		repo              sql.NullString
 		timeoutMS         int64
 		status, profile   string
+		pausedAt          sql.NullString
+		pausedMS          int64
+		controlExpires    sql.NullString
 	)
 	err := row.Scan(&j.ID, &j.OwnerID, &status, &created, &started, &finished, &j.Error, &j.Summary,
 		&j.Task, &j.Model, &j.MaxSteps, &timeoutMS, &profile, &metadata, &j.ContextBudget, &egress,
@@ -54,10 +58,18 @@ func scanJob(row scanner) (*drydock.Job, error) {
 		&secretNames, &j.SealedSecrets,
 		&j.InputKey, &j.InputSize, &j.EgressSource,
 		&repo, &j.PushedCommit,
-		&j.Interactive, &j.WaitingFor, &j.ParentJobID)
+		&j.Interactive, &j.WaitingFor, &j.ParentJobID,
+		&pausedAt, &pausedMS, &j.Pauses, &j.PausedBy, &j.ControlLease, &j.ControlBy, &controlExpires)
 	if err != nil {
 		return nil, err
 	}
+	if j.PausedAt, err = parseNullTime(pausedAt); err != nil {
+		return nil, err
+	}
+	if j.ControlExpiresAt, err = parseNullTime(controlExpires); err != nil {
+		return nil, err
+	}
+	j.PausedTotal = time.Duration(pausedMS) * time.Millisecond
 	j.Status = drydock.JobStatus(status)
 	j.Profile = drydock.Profile(profile)
 	j.Timeout = drydock.Duration(time.Duration(timeoutMS) * time.Millisecond)
@@ -90,6 +102,7 @@ func scanJob(row scanner) (*drydock.Job, error) {
 			return nil, fmt.Errorf("stored repo of job %s: %w", j.ID, err)
 		}
 	}
+	j.SettlePause()
 	if secretNames.Valid {
 		if err := json.Unmarshal([]byte(secretNames.String), &j.SecretNames); err != nil {
 			return nil, fmt.Errorf("stored secret names of job %s: %w", j.ID, err)

@@ -54,6 +54,7 @@ func Run(t *testing.T, newStore func(t *testing.T) drydock.Store, opts ...Option
 		{"Repo", s.repoTests()},
 		{"Messages", s.messageTests()},
 		{"FollowUp", s.followUpTests()},
+		{"Pause", s.pauseTests()},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

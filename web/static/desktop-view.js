@@ -35,6 +35,7 @@ export function desktopPanel(jobID) {
   let stopped = false;
   let retry = null;
   let gen = 0; // connections of an older generation are ignored
+  let refusal = ''; // why the last request for control was refused
 
   function show(s, why = '') {
     state.textContent = why ? `${s}: ${why}` : s;
@@ -58,18 +59,31 @@ export function desktopPanel(jobID) {
         }
       });
       note.textContent = controlling
-        ? 'You control the desktop: keyboard and mouse input reach the sandbox.'
+        ? 'You control the desktop: keyboard and mouse input reach the sandbox, and the agent waits until you release it.'
         : 'View only: your keyboard and mouse do not reach the sandbox.';
+      if (refusal) note.textContent += ` Control refused: ${refusal}`;
     } catch (err) {
+      if (controlling && err.status === 409 && my === gen) {
+        // Someone else has control (the server names them): watch instead.
+        setControlling(false);
+        refusal = err.message;
+        connect();
+        return;
+      }
       show('unavailable', err.message);
       if (!stopped && err.status !== 404 && err.status !== 409 && err.status !== 501) retry = setTimeout(connect, 3000);
     }
   }
 
-  function toggle() {
-    controlling = !controlling;
+  function setControlling(on) {
+    controlling = on;
     control.setAttribute('aria-pressed', String(controlling));
     control.textContent = controlling ? 'Release control' : 'Take control';
+  }
+
+  function toggle() {
+    refusal = '';
+    setControlling(!controlling);
     gen++;
     rfb?.disconnect();
     rfb = null;

@@ -8,6 +8,7 @@ import { desktopPanel } from './desktop-view.js';
 import { diffPanel } from './diff.js';
 import { messageBox } from './messages.js';
 import { threadPanel } from './thread.js';
+import { pauseButton, pausedFact } from './pause.js';
 
 const REFRESH_MS = 2000;
 const JUPYTER_WAIT_MS = 120000; // how long "Open Jupyter" waits for a starting sandbox
@@ -44,6 +45,7 @@ export function jobPage(root, id, navigate) {
     const actions = h('div', { class: 'actions' });
     if (!terminal(j.status)) {
       actions.append(h('button', { type: 'button', class: 'danger', id: 'cancel', onclick: cancel }, 'Cancel job'));
+      actions.append(pauseButton(j, (got) => { job = got; renderHead(); }, (msg) => { streamState.textContent = msg; }));
     }
     if (j.download_url) {
       actions.append(
@@ -70,6 +72,7 @@ export function jobPage(root, id, navigate) {
         fact('Age', age(j.created_at), { title: new Date(j.created_at).toLocaleString() }),
         fact('Ran', j.started_at ? duration(j.started_at, j.finished_at) : '—'),
         fact('Steps', String(j.steps), { id: 'steps' }),
+        pausedFact(j) && fact('Paused', pausedFact(j)),
         fact('Tokens', tokens(j.usage)),
         fact('Cost', cost(j.usage))),
       actions, ...outcome);
@@ -176,7 +179,7 @@ export function jobPage(root, id, navigate) {
     const nearBottom = window.innerHeight + window.scrollY >= document.body.scrollHeight - 80;
     const li = render(ev);
     if (li) timeline.append(li);
-    if (ev.type === 'status' || ev.type === 'summary' || ev.type === 'artifact') load();
+    if (['status', 'summary', 'artifact', 'paused', 'resumed'].includes(ev.type)) load();
     if (li && nearBottom && timeline.children.length > 3) li.scrollIntoView({ block: 'end' });
   }
 

@@ -78,7 +78,7 @@ export function jobsPage(root, navigate) {
     return h('tr', { dataset: { id: j.job_id, status: j.status } },
       h('td', { class: 'task-cell' }, h('a', { href: `/jobs/${encodeURIComponent(j.job_id)}` }, title),
         h('span', { class: 'muted small' }, ` ${j.profile}${j.model ? ' · ' + j.model : ''}${j.parent_job_id ? ' · follow-up' : ''}`)),
-      h('td', {}, statusPill(j.status)),
+      h('td', {}, statusPill(j.status), j.paused ? h('span', { class: 'pill paused' }, 'paused') : null),
       h('td', { title: new Date(j.created_at).toLocaleString() }, age(j.created_at)),
       h('td', { class: 'num' }, String(j.steps)),
       h('td', { class: 'num' }, cost(j.usage)));

@@ -1,5 +1,6 @@
 // Rendering of a job's events as a timeline.
 import { h, bytes } from './util.js';
+import { renderPause } from './pause.js';
 
 const LONG = 4000; // characters shown before "show all"
 
@@ -81,6 +82,9 @@ export function render(ev) {
       return item('archive', h('p', {}, `Workspace archived (${bytes(d.size ?? 0)}${d.files ? `, ${d.files} files` : ''}).`));
     case 'summary':
       return item('summary', text(d.summary ?? '', 'prose'));
+    case 'paused':
+    case 'resumed':
+      return item(ev.type, renderPause(ev));
     case 'usage':
       return null;
     default:
