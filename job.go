@@ -295,4 +295,9 @@ type JobResult struct {
 	ArtifactSize int64
 	// PushedCommit is set when the job pushed its changes (RepoPush).
 	PushedCommit string
+	// KeepSecrets keeps the job's sealed secrets after it ends, so that a
+	// follow-up can inherit them (issue 16); the runner's reaper erases
+	// them once the server's follow-up window has passed
+	// (Store.EraseSecretsFinishedBefore). False erases them now.
+	KeepSecrets bool
 }

@@ -119,6 +119,11 @@ type Store interface {
 	// lists only that owner's (an admin may follow up a user's job; the
 	// user is not shown the admin's job).
 	FollowUps(ctx context.Context, id, owner string) ([]string, error)
+	// EraseSecretsFinishedBefore erases the sealed secrets kept by jobs
+	// that ended before t (FinishJob with KeepSecrets) and returns how
+	// many it erased; the runner's reaper calls it with the end of the
+	// follow-up window.
+	EraseSecretsFinishedBefore(ctx context.Context, t time.Time) (int, error)
 
 	// Pause (issue 16 §2).
 

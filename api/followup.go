@@ -63,7 +63,14 @@ func (s *Server) followUp(w http.ResponseWriter, r *http.Request, parent *drydoc
 		s.writeError(w, r, err)
 		return
 	}
-	spec, err := req.spec(parent)
+	var inherited drydock.SecretValues
+	if req.Secrets == nil {
+		if inherited, err = s.keptSecrets(parent); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+	}
+	spec, err := req.spec(parent, inherited)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -81,6 +88,17 @@ func (s *Server) followUp(w http.ResponseWriter, r *http.Request, parent *drydoc
 		egress, egressSource, err = s.cfg.Egress.Resolve(spec.Egress)
 	} else if err = s.cfg.Egress.Check(egress); err != nil {
 		err = drydock.Errorf(drydock.ErrorCode(err), "%s (the list is inherited from job %s; give \"egress\" to replace it)", drydock.ErrorMessage(err), parent.ID)
+	}
+	if err == nil && inherited != nil && req.Egress != nil {
+		// Inherited secrets keep the parent's reach: a follow-up may only
+		// narrow it, so that a token alone cannot send the parent's secrets
+		// somewhere the parent could not reach.
+		for _, e := range egress {
+			if !slices.Contains(parent.Egress, e) {
+				err = drydock.Errorf(drydock.EINVALID, "egress %q is beyond what job %s could reach, and the follow-up inherits its secrets: give \"secrets\" again to widen its egress, or keep within the parent's list", e, parent.ID)
+				break
+			}
+		}
 	}
 	if err != nil {
 		s.writeError(w, r, err)
@@ -148,7 +166,7 @@ func (s *Server) followUp(w http.ResponseWriter, r *http.Request, parent *drydoc
 
 // spec is the follow-up's job spec: the parent's, with the message as the
 // task and the request's fields over it.
-func (req *followUpRequest) spec(parent *drydock.Job) (drydock.JobSpec, error) {
+func (req *followUpRequest) spec(parent *drydock.Job, inherited drydock.SecretValues) (drydock.JobSpec, error) {
 	if req.Task != nil {
 		return drydock.JobSpec{}, drydock.Errorf(drydock.EINVALID, `a follow-up's task is its message: give "text", not "task"`)
 	}
@@ -194,15 +212,19 @@ func (req *followUpRequest) spec(parent *drydock.Job) (drydock.JobSpec, error) {
 			spec.Egress = []string{} // "egress": null is no list, as [] is
 		}
 	}
-	// The parent's secret values were erased when it ended (stores keep
-	// sealed secrets only while a job may run), so they cannot be
-	// inherited; a follow-up that needs them must give them again, and one
-	// that does not must say so, rather than run without them unawares.
-	if req.Secrets == nil && len(parent.SecretNames) > 0 {
-		return drydock.JobSpec{}, drydock.Errorf(drydock.EINVALID, `job %s ran with the secrets %s, whose values were erased when it ended; give them again in "secrets" (the CLI: --secret NAME), or "secrets": {} to continue without them`,
-			parent.ID, strings.Join(parent.SecretNames, ", "))
-	}
+	// Secrets given replace the parent's whole set; left out, the parent's
+	// are inherited while it keeps them (the server's follow-up window).
+	// Once they are erased, a follow-up that needs them must give them
+	// again, and one that does not must say so, rather than run without
+	// them unawares.
 	spec.Secrets = req.Secrets
+	if req.Secrets == nil && len(parent.SecretNames) > 0 {
+		if inherited == nil {
+			return drydock.JobSpec{}, drydock.Errorf(drydock.EINVALID, `job %s ran with the secrets %s, whose values were erased (a finished job keeps them for the server's --follow-up-secrets window only); give them again in "secrets" (the CLI: --secret NAME), or "secrets": {} to continue without them`,
+				parent.ID, strings.Join(parent.SecretNames, ", "))
+		}
+		spec.Secrets = inherited
+	}
 	spec.Normalize()
 	if err := spec.Validate(); err != nil {
 		return spec, err
@@ -252,4 +274,23 @@ func (s *Server) copyParentArchive(ctx context.Context, job, parent *drydock.Job
 	}
 	job.InputKey, job.InputSize = key, n
 	return nil
+}
+
+// keptSecrets opens the secrets a finished parent still keeps for its
+// follow-ups: nil when it had none, or they were erased, or its follow-up
+// window has passed (the reaper may not have erased them yet).
+func (s *Server) keptSecrets(parent *drydock.Job) (drydock.SecretValues, error) {
+	if len(parent.SealedSecrets) == 0 || s.cfg.FollowUpSecrets <= 0 || parent.FinishedAt == nil ||
+		time.Since(*parent.FinishedAt) >= s.cfg.FollowUpSecrets {
+		return nil, nil
+	}
+	if s.cfg.Secrets == nil {
+		return nil, drydock.Errorf(drydock.EUNAVAILABLE, "job %s kept its secrets for follow-ups, but this server has no secrets key to open them; give them again in \"secrets\"", parent.ID)
+	}
+	vals, err := s.cfg.Secrets.Open(parent.ID, parent.SealedSecrets)
+	if err != nil {
+		s.log.Warn("open a finished job's kept secrets for its follow-up", "job_id", parent.ID, "err", err)
+		return nil, drydock.Errorf(drydock.EUNAVAILABLE, "job %s kept its secrets for follow-ups, but this server cannot open them (its secrets key differs); give them again in \"secrets\"", parent.ID)
+	}
+	return vals, nil
 }

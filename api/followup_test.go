@@ -271,6 +271,88 @@ func TestFollowUpSecrets(t *testing.T) {
 	}
 }
 
+// A finished job keeps its secrets for the server's follow-up window: a
+// follow-up that gives none inherits them (sealed again for the new job,
+// never shown), one that gives some replaces the set; once the window has
+// passed, or the keys differ, they must be given again.
+func TestFollowUpInheritsKeptSecrets(t *testing.T) {
+	t.Parallel()
+	box := newBox(t)
+	lb := setupLive(t, true, func(c *api.Config) { c.Secrets, c.FollowUpSecrets = box, time.Hour })
+	b := lb.bundle
+	job := b.schedule(t, "", `{"task": "x", "secrets": {"API_KEY": "`+apiCanary+`", "DB_URL": "`+apiCanary+`-2"}}`)
+	if _, err := b.store.ClaimJob(t.Context(), "w", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	n, err := b.artifacts.Put(t.Context(), job.ID+".tar.gz", bytes.NewReader(workspaceArchive(t, map[string]string{"a": "1"})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.store.SetArtifact(t.Context(), job.ID, job.ID+".tar.gz", n)
+	if err := b.store.FinishJob(t.Context(), job.ID, "w", drydock.JobResult{Status: drydock.StatusComplete, KeepSecrets: true}); err != nil {
+		t.Fatal(err)
+	}
+	child, _ := b.followUp(t, "", job.ID, `{"text": "go on"}`)
+	if !slices.Equal(child.SecretNames, []string{"API_KEY", "DB_URL"}) {
+		t.Fatalf("inherited secret_names = %v; want the parent's", child.SecretNames)
+	}
+	stored, err := b.store.GetJob(t.Context(), child.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vals, err := box.Open(child.ID, stored.SealedSecrets)
+	if err != nil || vals["API_KEY"] != apiCanary || vals["DB_URL"] != apiCanary+"-2" {
+		t.Fatalf("the follow-up's sealed secrets open to %d values (%v); want the parent's", len(vals), err)
+	}
+	_, data := b.do(t, "GET", "/v1/jobs/"+child.ID, "", "")
+	if bytes.Contains(data, []byte(apiCanary)) {
+		t.Fatalf("the answer shows a secret: %s", data)
+	}
+	replaced, _ := b.followUp(t, "", job.ID, `{"text": "go on", "secrets": {"OTHER": "other-value-1"}}`)
+	if !slices.Equal(replaced.SecretNames, []string{"OTHER"}) {
+		t.Errorf("given secrets did not replace the set: %v", replaced.SecretNames)
+	}
+
+	// With inherited secrets egress may narrow but not widen.
+	job2 := b.schedule(t, "", `{"task": "x", "egress": ["a.example.com", "b.example.com"], "secrets": {"API_KEY": "`+apiCanary+`"}}`)
+	for { // the follow-ups above are pending before it
+		c, err := b.store.ClaimJob(t.Context(), "w", time.Minute)
+		if err != nil || c == nil {
+			t.Fatalf("claim: %v %v", c, err)
+		}
+		if c.ID == job2.ID {
+			break
+		}
+	}
+	n, _ = b.artifacts.Put(t.Context(), job2.ID+".tar.gz", bytes.NewReader(workspaceArchive(t, map[string]string{"a": "1"})))
+	b.store.SetArtifact(t.Context(), job2.ID, job2.ID+".tar.gz", n)
+	if err := b.store.FinishJob(t.Context(), job2.ID, "w", drydock.JobResult{Status: drydock.StatusComplete, KeepSecrets: true}); err != nil {
+		t.Fatal(err)
+	}
+	before := b.countJobs(t)
+	resp, data := b.do(t, "POST", "/v1/jobs/"+job2.ID+"/messages", "", `{"text": "go on", "egress": ["a.example.com", "evil.example.net"]}`)
+	if resp.StatusCode != 400 || !strings.Contains(string(data), "evil.example.net") || b.countJobs(t) != before {
+		t.Errorf("widening egress with inherited secrets: %d %s; want 400 naming the entry, nothing stored", resp.StatusCode, data)
+	}
+	narrow, _ := b.followUp(t, "", job2.ID, `{"text": "go on", "egress": ["b.example.com"]}`)
+	if !slices.Equal(narrow.Egress, []string{"b.example.com"}) || !slices.Equal(narrow.SecretNames, []string{"API_KEY"}) {
+		t.Errorf("narrowed follow-up: egress %v, secrets %v", narrow.Egress, narrow.SecretNames)
+	}
+	wide, _ := b.followUp(t, "", job2.ID, `{"text": "go on", "egress": ["evil.example.net"], "secrets": {}}`)
+	if !slices.Equal(wide.Egress, []string{"evil.example.net"}) || len(wide.SecretNames) != 0 {
+		t.Errorf("a follow-up without secrets may widen: egress %v, secrets %v", wide.Egress, wide.SecretNames)
+	}
+
+	// Past the window (the reaper erases them; until then the API does
+	// not use them either).
+	late := setupLive(t, true, func(c *api.Config) { c.Secrets, c.FollowUpSecrets = box, time.Nanosecond })
+	parent, _ := late.bundle.finishedJob(t, "", `{"task": "x", "secrets": {"API_KEY": "`+apiCanary+`"}}`, map[string]string{"a": "1"}, drydock.StatusComplete)
+	resp, data = late.bundle.do(t, "POST", "/v1/jobs/"+parent.ID+"/messages", "", `{"text": "go on"}`)
+	if resp.StatusCode != 400 || !strings.Contains(string(data), "API_KEY") || !strings.Contains(string(data), "--follow-up-secrets") {
+		t.Errorf("follow-up past the window: %d %s; want 400 naming the secret and the window", resp.StatusCode, data)
+	}
+}
+
 // A retried follow-up under one Idempotency-Key creates one job; another
 // message, or the same one to another job, under that key is refused.
 func TestFollowUpIdempotent(t *testing.T) {

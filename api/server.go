@@ -105,6 +105,10 @@ type Config struct {
 	// IdempotencyTTL is how long an Idempotency-Key of POST /v1/jobs
 	// holds (default drydock.DefaultIdempotencyTTL).
 	IdempotencyTTL time.Duration
+	// FollowUpSecrets is how long after it ended a job's kept secrets may
+	// be inherited by a follow-up (the runner keeps and erases them); 0:
+	// never.
+	FollowUpSecrets time.Duration
 }
 
 // Server is the HTTP API.

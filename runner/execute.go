@@ -148,6 +148,8 @@ func (r *Runner) execute(ctx context.Context, cancel context.CancelCauseFunc, jo
 		emit.Emit(endCtx, drydock.EventSummary, map[string]any{"summary": result.Summary})
 	}
 	r.noteUndelivered(endCtx, job, emit, log)
+	// Only a job with an archive can be followed up.
+	result.KeepSecrets = r.cfg.FollowUpSecrets > 0 && len(job.SealedSecrets) > 0 && result.ArtifactKey != ""
 	// Finish before destroying: a crash in between leaves a finished job
 	// whose sandbox the reaper removes, never a running job whose sandbox is
 	// gone.

@@ -96,6 +96,13 @@ func (r *Runner) reapLoop(ctx context.Context) {
 				r.log.Warn("prune orphan sandbox state", "err", err)
 			}
 		}
+		// Secrets kept for follow-ups go once the window has passed (any
+		// replica may erase them).
+		if n, err := r.deps.Store.EraseSecretsFinishedBefore(ctx, time.Now().Add(-r.cfg.FollowUpSecrets)); err != nil && ctx.Err() == nil {
+			r.log.Warn("erase the secrets finished jobs kept for follow-ups", "err", err)
+		} else if n > 0 {
+			r.log.Info("erased the secrets finished jobs kept for follow-ups", "count", n)
+		}
 		// The store's expired idempotency keys go on the same round (any
 		// replica may purge them; a purge skips what another one holds).
 		if n, err := r.deps.Store.PurgeIdempotencyKeys(ctx); err != nil && ctx.Err() == nil {

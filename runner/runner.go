@@ -69,6 +69,10 @@ type Config struct {
 	// a paused job's state is read while its agent waits (default 500ms).
 	PauseMax  time.Duration
 	PausePoll time.Duration
+	// FollowUpSecrets is how long a finished job that has an archive keeps
+	// its sealed secrets for a follow-up to inherit (issue 16); 0 erases
+	// them when the job ends. The reaper erases them after it.
+	FollowUpSecrets time.Duration
 }
 
 func (c *Config) setDefaults() {

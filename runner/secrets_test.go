@@ -238,3 +238,66 @@ func TestRecoveredJobUnderAnotherKeyLosesItsSandbox(t *testing.T) {
 		t.Errorf("the recovered job's sandbox outlived it: %v", err)
 	}
 }
+
+// With a follow-up window, a job that ends with an archive keeps its
+// sealed secrets (a follow-up inherits them) and the reaper erases them
+// once the window has passed; without one they go when the job ends.
+func TestFinishedJobKeepsItsSecretsForTheFollowUpWindow(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name   string
+		window time.Duration
+		kept   bool
+	}{{"no window", 0, false}, {"a window", time.Hour, true}} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t)
+			box := newBox(t)
+			b.deps.Agent, b.deps.Secrets = &leakyAgent{}, box
+			id := b.createSealed(t, box, drydock.SecretValues{"CANARY": canary})
+			b.start(t, runner.Config{NodeID: "n", PollInterval: 20 * time.Millisecond, FollowUpSecrets: c.window})
+			j := waitTerminal(t, b.store, id)
+			if j.Status != drydock.StatusComplete || j.ArtifactKey == "" {
+				t.Fatalf("job %s %q, archive %q", j.Status, j.Error, j.ArtifactKey)
+			}
+			if kept := len(j.SealedSecrets) > 0; kept != c.kept {
+				t.Fatalf("sealed secrets kept = %v; want %v", kept, c.kept)
+			}
+			if !c.kept {
+				return
+			}
+			vals, err := box.Open(id, j.SealedSecrets)
+			if err != nil || vals["CANARY"] != canary {
+				t.Fatalf("the kept secrets open to %v (%v)", vals, err)
+			}
+			// The reaper's cut-off, as it computes it a window later.
+			if n, err := b.store.EraseSecretsFinishedBefore(t.Context(), j.FinishedAt.Add(time.Second)); err != nil || n != 1 {
+				t.Fatalf("erase past the window: %d %v", n, err)
+			}
+		})
+	}
+}
+
+// The reaper erases the secrets a finished job kept once its window has
+// passed.
+func TestReaperErasesKeptSecretsAfterTheWindow(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	box := newBox(t)
+	b.deps.Agent, b.deps.Secrets = &leakyAgent{}, box
+	id := b.createSealed(t, box, drydock.SecretValues{"CANARY": canary})
+	b.start(t, runner.Config{NodeID: "n", PollInterval: 20 * time.Millisecond, ReapInterval: 50 * time.Millisecond, FollowUpSecrets: time.Millisecond})
+	waitTerminal(t, b.store, id)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		j, err := b.store.GetJob(t.Context(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(j.SealedSecrets) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the kept secrets outlived their window")
+		}
+	}
+}

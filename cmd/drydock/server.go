@@ -28,39 +28,40 @@ import (
 
 // ServerCmd runs the orchestrator.
 type ServerCmd struct {
-	Listen        string          `default:"127.0.0.1:8080" env:"DRYDOCK_LISTEN" help:"Address to listen on. Anything but loopback requires API tokens."`
-	DataDir       string          `default:"${data_dir}" env:"DRYDOCK_DATA_DIR" help:"Directory for the SQLite store, artifacts and local sandboxes."`
-	Store         string          `env:"DRYDOCK_STORE" help:"postgres://... to share jobs between replicas (default: SQLite in the data directory)." placeholder:"URL"`
-	PublicURL     string          `env:"DRYDOCK_PUBLIC_URL" help:"Base URL for links in answers (default: from the request's Host). A server on loopback answers requests for its host besides loopback names."`
-	LiveURL       string          `env:"DRYDOCK_LIVE_URL" help:"Base URL (another host name pointing at this server) for live desktop and Jupyter views, so that what a sandbox serves never runs on the UI's origin. A server on loopback answers requests for its host besides loopback names."`
-	Runtime       string          `default:"docker" enum:"docker,kubernetes,local" env:"DRYDOCK_RUNTIME" help:"Sandbox runtime: docker (Docker or Podman socket), kubernetes (one pod per job), or local (no isolation; development only)."`
-	Artifacts     string          `env:"DRYDOCK_ARTIFACTS" help:"Where archived workspaces go: empty for the data directory, a directory, or s3://BUCKET[/PREFIX]?endpoint=...&region=... (credentials from AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY)." placeholder:"URL"`
-	DockerHost    string          `env:"DOCKER_HOST" help:"Docker or Podman API socket (default: the engine's default)."`
-	ImageHeadless string          `default:"drydock-sandbox:headless" env:"DRYDOCK_IMAGE_HEADLESS" help:"Sandbox image for headless jobs."`
-	ImageDesktop  string          `default:"drydock-sandbox:desktop" env:"DRYDOCK_IMAGE_DESKTOP" help:"Sandbox image for desktop jobs."`
-	Agent         string          `default:"llm" enum:"llm,fake" env:"DRYDOCK_AGENT" help:"llm: a model drives the tools; fake: a scripted agent for demos and tests (no model needed)."`
-	LLM           string          `name:"llm" enum:",openai,anthropic" default:"" env:"DRYDOCK_LLM" help:"Model provider: openai (any OpenAI-compatible URL via OPENAI_BASE_URL) or anthropic; empty picks from the environment (ANTHROPIC_API_KEY, then OPENAI_API_KEY/OPENAI_BASE_URL)."`
-	Model         string          `env:"DRYDOCK_MODEL" help:"Default model (a job's model field overrides it)."`
-	MaxSteps      int             `default:"100" env:"DRYDOCK_MAX_STEPS" help:"Step budget of jobs that set none."`
-	MaxCostUSD    float64         `name:"max-cost-usd" env:"DRYDOCK_MAX_COST_USD" help:"Most estimated model cost of one job in USD; 0 is no limit."`
-	MaxConcurrent int             `default:"2" env:"DRYDOCK_MAX_CONCURRENT" help:"Jobs this server runs at once; 0 serves the API only (another replica runs the jobs)."`
-	JobTimeout    time.Duration   `default:"30m" env:"DRYDOCK_JOB_TIMEOUT" help:"Default wall-time limit of a job."`
-	AskTimeout    time.Duration   `default:"30m" env:"DRYDOCK_ASK_TIMEOUT" help:"How long the agent of an interactive job waits for an answer to an ask_user question before it goes on without one."`
-	PauseMax      time.Duration   `default:"1h" env:"DRYDOCK_PAUSE_MAX" help:"Longest a job stays paused (by a person, or while one controls its desktop): after it the job resumes by itself and its agent is told. 0 is no limit. A pause does not stop the job's wall-time limit (--job-timeout)."`
-	LeaseTTL      time.Duration   `default:"10s" help:"How long a job's lease lasts without a heartbeat: a dead replica's jobs move to another after at most this long."`
-	ReapInterval  time.Duration   `default:"1m" env:"DRYDOCK_REAP_INTERVAL" help:"How often this server looks for sandboxes whose job has ended (and purges expired idempotency keys). Shorter frees sandboxes of jobs that ended while a replica was down sooner, at the cost of a list call to the runtime each time."`
-	MaxUploadMiB  int64           `name:"max-upload-mib" default:"256" env:"DRYDOCK_MAX_UPLOAD_MIB" help:"Largest workspace archive a job can be created with, in MiB as sent; it may also expand to at most the sandbox's workspace size (--sandbox-disk-mib)."`
-	IdemTTL       time.Duration   `name:"idempotency-ttl" default:"24h" env:"DRYDOCK_IDEMPOTENCY_TTL" help:"How long an Idempotency-Key of a job creation is remembered: a retry with the key within this time returns the first job."`
-	NodeID        string          `env:"DRYDOCK_NODE_ID" help:"Stable name of this server, unique among replicas (default: host name and listen port)."`
-	LogLevel      slog.Level      `default:"info" env:"DRYDOCK_LOG_LEVEL" help:"debug, info, warn or error."`
-	LogFormat     string          `default:"text" enum:"text,json" env:"DRYDOCK_LOG_FORMAT" help:"Log format: text or json."`
-	ShutdownGrace time.Duration   `default:"20s" help:"How long in-flight requests may take to finish on SIGTERM."`
-	Resources     ResourceOptions `embed:"" prefix:"sandbox-"`
-	Trust         TrustOptions    `embed:"" prefix:"sandbox-"`
-	Pool          PoolOptions     `embed:"" prefix:"pool-"`
-	Kube          KubeOptions     `embed:""`
-	Egress        EgressOptions   `embed:"" prefix:"egress-"`
-	Secrets       SecretsOptions  `embed:""`
+	Listen          string          `default:"127.0.0.1:8080" env:"DRYDOCK_LISTEN" help:"Address to listen on. Anything but loopback requires API tokens."`
+	DataDir         string          `default:"${data_dir}" env:"DRYDOCK_DATA_DIR" help:"Directory for the SQLite store, artifacts and local sandboxes."`
+	Store           string          `env:"DRYDOCK_STORE" help:"postgres://... to share jobs between replicas (default: SQLite in the data directory)." placeholder:"URL"`
+	PublicURL       string          `env:"DRYDOCK_PUBLIC_URL" help:"Base URL for links in answers (default: from the request's Host). A server on loopback answers requests for its host besides loopback names."`
+	LiveURL         string          `env:"DRYDOCK_LIVE_URL" help:"Base URL (another host name pointing at this server) for live desktop and Jupyter views, so that what a sandbox serves never runs on the UI's origin. A server on loopback answers requests for its host besides loopback names."`
+	Runtime         string          `default:"docker" enum:"docker,kubernetes,local" env:"DRYDOCK_RUNTIME" help:"Sandbox runtime: docker (Docker or Podman socket), kubernetes (one pod per job), or local (no isolation; development only)."`
+	Artifacts       string          `env:"DRYDOCK_ARTIFACTS" help:"Where archived workspaces go: empty for the data directory, a directory, or s3://BUCKET[/PREFIX]?endpoint=...&region=... (credentials from AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY)." placeholder:"URL"`
+	DockerHost      string          `env:"DOCKER_HOST" help:"Docker or Podman API socket (default: the engine's default)."`
+	ImageHeadless   string          `default:"drydock-sandbox:headless" env:"DRYDOCK_IMAGE_HEADLESS" help:"Sandbox image for headless jobs."`
+	ImageDesktop    string          `default:"drydock-sandbox:desktop" env:"DRYDOCK_IMAGE_DESKTOP" help:"Sandbox image for desktop jobs."`
+	Agent           string          `default:"llm" enum:"llm,fake" env:"DRYDOCK_AGENT" help:"llm: a model drives the tools; fake: a scripted agent for demos and tests (no model needed)."`
+	LLM             string          `name:"llm" enum:",openai,anthropic" default:"" env:"DRYDOCK_LLM" help:"Model provider: openai (any OpenAI-compatible URL via OPENAI_BASE_URL) or anthropic; empty picks from the environment (ANTHROPIC_API_KEY, then OPENAI_API_KEY/OPENAI_BASE_URL)."`
+	Model           string          `env:"DRYDOCK_MODEL" help:"Default model (a job's model field overrides it)."`
+	MaxSteps        int             `default:"100" env:"DRYDOCK_MAX_STEPS" help:"Step budget of jobs that set none."`
+	MaxCostUSD      float64         `name:"max-cost-usd" env:"DRYDOCK_MAX_COST_USD" help:"Most estimated model cost of one job in USD; 0 is no limit."`
+	MaxConcurrent   int             `default:"2" env:"DRYDOCK_MAX_CONCURRENT" help:"Jobs this server runs at once; 0 serves the API only (another replica runs the jobs)."`
+	JobTimeout      time.Duration   `default:"30m" env:"DRYDOCK_JOB_TIMEOUT" help:"Default wall-time limit of a job."`
+	AskTimeout      time.Duration   `default:"30m" env:"DRYDOCK_ASK_TIMEOUT" help:"How long the agent of an interactive job waits for an answer to an ask_user question before it goes on without one."`
+	FollowUpSecrets time.Duration   `name:"follow-up-secrets" default:"24h" env:"DRYDOCK_FOLLOW_UP_SECRETS" help:"How long a finished job keeps its secrets (sealed, in the store) so that a follow-up inherits them; after it a follow-up must give them again. 0 erases them when the job ends."`
+	PauseMax        time.Duration   `default:"1h" env:"DRYDOCK_PAUSE_MAX" help:"Longest a job stays paused (by a person, or while one controls its desktop): after it the job resumes by itself and its agent is told. 0 is no limit. A pause does not stop the job's wall-time limit (--job-timeout)."`
+	LeaseTTL        time.Duration   `default:"10s" help:"How long a job's lease lasts without a heartbeat: a dead replica's jobs move to another after at most this long."`
+	ReapInterval    time.Duration   `default:"1m" env:"DRYDOCK_REAP_INTERVAL" help:"How often this server looks for sandboxes whose job has ended (and purges expired idempotency keys). Shorter frees sandboxes of jobs that ended while a replica was down sooner, at the cost of a list call to the runtime each time."`
+	MaxUploadMiB    int64           `name:"max-upload-mib" default:"256" env:"DRYDOCK_MAX_UPLOAD_MIB" help:"Largest workspace archive a job can be created with, in MiB as sent; it may also expand to at most the sandbox's workspace size (--sandbox-disk-mib)."`
+	IdemTTL         time.Duration   `name:"idempotency-ttl" default:"24h" env:"DRYDOCK_IDEMPOTENCY_TTL" help:"How long an Idempotency-Key of a job creation is remembered: a retry with the key within this time returns the first job."`
+	NodeID          string          `env:"DRYDOCK_NODE_ID" help:"Stable name of this server, unique among replicas (default: host name and listen port)."`
+	LogLevel        slog.Level      `default:"info" env:"DRYDOCK_LOG_LEVEL" help:"debug, info, warn or error."`
+	LogFormat       string          `default:"text" enum:"text,json" env:"DRYDOCK_LOG_FORMAT" help:"Log format: text or json."`
+	ShutdownGrace   time.Duration   `default:"20s" help:"How long in-flight requests may take to finish on SIGTERM."`
+	Resources       ResourceOptions `embed:"" prefix:"sandbox-"`
+	Trust           TrustOptions    `embed:"" prefix:"sandbox-"`
+	Pool            PoolOptions     `embed:"" prefix:"pool-"`
+	Kube            KubeOptions     `embed:""`
+	Egress          EgressOptions   `embed:"" prefix:"egress-"`
+	Secrets         SecretsOptions  `embed:""`
 }
 
 // ResourceOptions are the per-sandbox limits. The aliases are the names
@@ -221,13 +222,14 @@ func (c *ServerCmd) Run(g *Globals) error {
 		ag = a
 	}
 	rcfg := runner.Config{
-		NodeID:         c.NodeID,
-		MaxConcurrent:  c.MaxConcurrent,
-		LeaseTTL:       c.LeaseTTL,
-		ReapInterval:   c.ReapInterval,
-		DefaultTimeout: c.JobTimeout,
-		PauseMax:       pauseMax(c.PauseMax),
-		TrustedCAs:     trustedCAs,
+		NodeID:          c.NodeID,
+		MaxConcurrent:   c.MaxConcurrent,
+		LeaseTTL:        c.LeaseTTL,
+		ReapInterval:    c.ReapInterval,
+		DefaultTimeout:  c.JobTimeout,
+		PauseMax:        pauseMax(c.PauseMax),
+		TrustedCAs:      trustedCAs,
+		FollowUpSecrets: c.FollowUpSecrets,
 		Images: map[drydock.Profile]string{
 			drydock.ProfileHeadless: c.ImageHeadless,
 			drydock.ProfileDesktop:  c.ImageDesktop,
@@ -261,18 +263,19 @@ func (c *ServerCmd) Run(g *Globals) error {
 		return fmt.Errorf("create the upload directory: %w", err)
 	}
 	srv := api.New(api.Config{
-		DevMode:        devMode,
-		PublicURL:      c.PublicURL,
-		LiveURL:        c.LiveURL,
-		Sandboxes:      rt.Get,
-		Toolbox:        pool,
-		LinkKeyFile:    filepath.Join(c.DataDir, "link.key"),
-		EgressChanged:  eg.Changed,
-		Egress:         egressPolicy,
-		Secrets:        secrets,
-		IdempotencyTTL: c.IdemTTL,
-		UploadDir:      uploadDir,
-		Upload:         api.UploadLimits{Bytes: c.MaxUploadMiB << 20, Expanded: c.Resources.DiskMiB << 20},
+		DevMode:         devMode,
+		PublicURL:       c.PublicURL,
+		LiveURL:         c.LiveURL,
+		Sandboxes:       rt.Get,
+		Toolbox:         pool,
+		LinkKeyFile:     filepath.Join(c.DataDir, "link.key"),
+		EgressChanged:   eg.Changed,
+		Egress:          egressPolicy,
+		Secrets:         secrets,
+		IdempotencyTTL:  c.IdemTTL,
+		UploadDir:       uploadDir,
+		Upload:          api.UploadLimits{Bytes: c.MaxUploadMiB << 20, Expanded: c.Resources.DiskMiB << 20},
+		FollowUpSecrets: c.FollowUpSecrets,
 	}, ws, run, artifacts, reg, log)
 
 	ln, err := net.Listen("tcp", c.Listen)

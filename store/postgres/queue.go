@@ -191,7 +191,8 @@ func (s *Store) FinishJob(ctx context.Context, id, owner string, r drydock.JobRe
 			UPDATE jobs SET status = $3, error = $4, summary = $5, finished_at = now(),
 				artifact_key = CASE WHEN $6::text = '' THEN artifact_key ELSE $6::text END,
 				artifact_size = CASE WHEN $6::text = '' THEN artifact_size ELSE $7::bigint END,
-				lease_owner = '', lease_expires_at = NULL, last_seq = last_seq + 1, secrets_sealed = NULL,
+				lease_owner = '', lease_expires_at = NULL, last_seq = last_seq + 1,
+				secrets_sealed = CASE WHEN $10::boolean THEN secrets_sealed ELSE NULL END,
 				waiting_for = '',
 				pushed_commit = $9
 			WHERE `+leaseHeld+`
@@ -200,7 +201,7 @@ func (s *Store) FinishJob(ctx context.Context, id, owner string, r drydock.JobRe
 		SELECT id, last_seq, 'status', finished_at, $8::json FROM j
 		RETURNING seq`,
 		id, owner, string(r.Status), r.Error, r.Summary, r.ArtifactKey, r.ArtifactSize, data,
-		cleanText(r.PushedCommit)).Scan(&seq)
+		cleanText(r.PushedCommit), r.KeepSecrets).Scan(&seq)
 	if errors.Is(err, pgx.ErrNoRows) {
 		err = s.leaseLost(ctx, id, owner)
 	}

@@ -199,12 +199,14 @@ func (s *Store) FinishJob(ctx context.Context, id, owner string, r drydock.JobRe
 		err := tx.QueryRowContext(ctx, `UPDATE jobs SET status = ?, error = ?, summary = ?, finished_at = ?,
 				artifact_key = CASE WHEN ? = '' THEN artifact_key ELSE ? END,
 				artifact_size = CASE WHEN ? = '' THEN artifact_size ELSE ? END,
-				lease_owner = '', lease_expires_at = NULL, last_seq = last_seq + 1, secrets_sealed = NULL,
+				lease_owner = '', lease_expires_at = NULL, last_seq = last_seq + 1,
+				secrets_sealed = CASE WHEN ? THEN secrets_sealed ELSE NULL END,
 				waiting_for = '',
 				pushed_commit = ?
 			WHERE id = ? AND `+leaseHeld+` RETURNING last_seq`,
 			string(r.Status), r.Error, r.Summary, t,
 			r.ArtifactKey, r.ArtifactKey, r.ArtifactKey, r.ArtifactSize,
+			r.KeepSecrets,
 			r.PushedCommit,
 			id, owner).Scan(&seq)
 		if errors.Is(err, sql.ErrNoRows) {

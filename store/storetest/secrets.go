@@ -17,6 +17,7 @@ func (s *suite) secretTests() map[string]func(t *testing.T) {
 		"ErasedWhenFinished":   s.testSecretsErasedWhenFinished,
 		"ErasedWhenCancelled":  s.testSecretsErasedWhenCancelled,
 		"KeptWhileCancelling":  s.testSecretsKeptWhileCancelling,
+		"KeptForFollowUps":     s.testSecretsKeptForFollowUps,
 		"NotInListedJobs":      s.testSecretsNotListed,
 		"NoSecretsStaysEmpty":  s.testNoSecrets,
 		"LargestSealedSecrets": s.testLargestSealedSecrets,
@@ -95,6 +96,38 @@ func (s *suite) testSecretsErasedWhenFinished(t *testing.T) {
 		}
 		// The names stay: they say what the job had.
 		sameSecrets(t, "finished "+string(status), mustGet(t, st, j.ID), j.SecretNames, nil)
+	}
+}
+
+// testSecretsKeptForFollowUps: a job that ends with KeepSecrets keeps its
+// sealed secrets (a follow-up may inherit them) until
+// EraseSecretsFinishedBefore passes its end; running and pending jobs'
+// secrets, and jobs that ended later, are left alone.
+func (s *suite) testSecretsKeptForFollowUps(t *testing.T) {
+	st := s.newStore(t)
+	kept := mustCreate(t, st, newSecretJob(t))
+	mustClaim(t, st, "w", time.Hour)
+	if err := st.FinishJob(t.Context(), kept.ID, "w", drydock.JobResult{Status: drydock.StatusComplete, KeepSecrets: true}); err != nil {
+		t.Fatal(err)
+	}
+	running := mustCreate(t, st, newSecretJob(t))
+	mustClaim(t, st, "w", time.Hour)
+	pending := mustCreate(t, st, newSecretJob(t))
+	sameSecrets(t, "finished, kept", mustGet(t, st, kept.ID), kept.SecretNames, sealed)
+	ended := *mustGet(t, st, kept.ID).FinishedAt
+
+	if n, err := st.EraseSecretsFinishedBefore(t.Context(), ended.Add(-time.Minute)); err != nil || n != 0 {
+		t.Fatalf("erase before the job ended: %d, %v; want none", n, err)
+	}
+	sameSecrets(t, "not yet past the window", mustGet(t, st, kept.ID), kept.SecretNames, sealed)
+	if n, err := st.EraseSecretsFinishedBefore(t.Context(), time.Now().Add(time.Hour)); err != nil || n != 1 {
+		t.Fatalf("erase past the job's end: %d, %v; want 1", n, err)
+	}
+	sameSecrets(t, "past the window", mustGet(t, st, kept.ID), kept.SecretNames, nil)
+	sameSecrets(t, "running", mustGet(t, st, running.ID), running.SecretNames, sealed)
+	sameSecrets(t, "pending", mustGet(t, st, pending.ID), pending.SecretNames, sealed)
+	if n, err := st.EraseSecretsFinishedBefore(t.Context(), time.Now().Add(time.Hour)); err != nil || n != 0 {
+		t.Fatalf("a second erase: %d, %v; want none", n, err)
 	}
 }
 
