@@ -27,8 +27,9 @@ type FollowUpRequest struct {
 	Metadata map[string]string
 	// Egress replaces the parent's list; non-nil and empty is none.
 	Egress []string
-	// Secrets are the follow-up's own: a parent's values are erased when
-	// it ends, so a follow-up of a job with secrets must give them again,
+	// Secrets replace the parent's set; nil inherits it while the server
+	// keeps a finished job's secrets (its --follow-up-secrets window),
+	// after which a follow-up of a job with secrets must give them again,
 	// or a non-nil empty map to go on without.
 	Secrets drydock.SecretValues
 }

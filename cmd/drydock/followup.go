@@ -25,7 +25,7 @@ type FollowUpCmd struct {
 	Egress    []string          `placeholder:"HOST[:PORT]" xor:"egress" help:"A destination the sandbox may reach; repeatable; replaces the parent's list (default: the parent's)."`
 	NoEgress  bool              `name:"no-egress" xor:"egress" help:"The sandbox may reach nothing on the network."`
 	Secrets   SecretFlags       `embed:""`
-	NoSecrets bool              `name:"no-secrets" help:"Continue without secrets. A parent's secret values are erased when it ends, so a follow-up of a job with secrets needs them again (--secret) or this flag."`
+	NoSecrets bool              `name:"no-secrets" help:"Continue without secrets. Without --secret or this flag the follow-up inherits the parent's secrets while the server keeps them (--follow-up-secrets, 24h after the parent ended); after that it needs them again (--secret) or this flag."`
 	Follow    bool              `short:"f" xor:"mode" help:"Show progress live until the job ends; exit 1 if it fails or is cancelled."`
 	Wait      bool              `xor:"mode" help:"Wait silently until the job ends and print its final status; exit 1 if it fails or is cancelled."`
 	JSON      bool              `name:"json" help:"Print JSON."`
