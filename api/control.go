@@ -49,11 +49,19 @@ func (s *Server) takeControl(ctx context.Context, a *liveAccess, log *slog.Logge
 // held reports whether the connection still holds control.
 func (l *controlLease) held() bool { return l.ok.Load() }
 
+// errControlEnded closes a controlling connection whose lease was ended
+// elsewhere: the page then goes back to watching, rather than show "you
+// control" while its input is dropped, or take control again by itself
+// (which would undo --pause-max).
+type errControlEnded struct{ reason string }
+
+func (e errControlEnded) Error() string { return "desktop control ended: " + e.reason }
+
 // keep renews the lease until ctx ends. A renewal the store refuses (the
 // lease was ended by --pause-max, or expired and was taken by another)
 // ends this connection's control for good: its input is dropped from then
-// on, as a view-only viewer's.
-func (l *controlLease) keep(ctx context.Context) {
+// on, and lost is called to close the connection.
+func (l *controlLease) keep(ctx context.Context, lost func(error)) {
 	t := time.NewTicker(l.ttl / 3)
 	defer t.Stop()
 	for {
@@ -69,7 +77,8 @@ func (l *controlLease) keep(ctx context.Context) {
 			return
 		case code == drydock.ECONFLICT || code == drydock.ENOTFOUND:
 			l.ok.Store(false)
-			l.log.Info("desktop control ended; input is dropped from now on", "reason", drydock.ErrorMessage(err))
+			l.log.Info("desktop control ended; input is dropped and the connection closed", "reason", drydock.ErrorMessage(err))
+			lost(errControlEnded{drydock.ErrorMessage(err)})
 			return
 		default:
 			// The lease outlives two failed renewals; the next may pass.

@@ -3,7 +3,12 @@ package api
 import (
 	"bufio"
 	"bytes"
+	"fmt"
+	"strings"
 	"testing"
+	"unicode/utf8"
+
+	"github.com/coder/websocket"
 )
 
 // A controller's input reaches the desktop only while it holds the lease;
@@ -36,6 +41,17 @@ func TestFilterInputFollowsTheLease(t *testing.T) {
 		}
 		if !bytes.Equal(out.Bytes(), tc.want) {
 			t.Errorf("%s: forwarded %v; want %v", tc.name, out.Bytes(), tc.want)
+		}
+	}
+}
+
+// A connection whose control was ended elsewhere closes normally, saying
+// why, within the 123 bytes a close reason may hold.
+func TestCloseReasonOfEndedControl(t *testing.T) {
+	for _, msg := range []string{"the pause lasted longer than --pause-max", strings.Repeat("é", 200)} {
+		code, reason := closeReason(fmt.Errorf("bridge: %w", errControlEnded{msg}), nil)
+		if code != websocket.StatusNormalClosure || !strings.HasPrefix(reason, "desktop control ended: ") || len(reason) > 123 || !utf8.ValidString(reason) {
+			t.Errorf("closeReason = %d %q (%d bytes)", code, reason, len(reason))
 		}
 	}
 }

@@ -2,6 +2,8 @@ package api_test
 
 import (
 	"encoding/json"
+	"errors"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -11,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/drydockhq/drydock"
+	"github.com/drydockhq/drydock/api"
 )
 
 // eventuallyJob polls the job until cond holds: the proxy releases control
@@ -124,5 +127,39 @@ func TestDesktopControlDuringAPause(t *testing.T) {
 	got := eventuallyJob(t, b, j.ID, "after the release", func(j *drydock.Job) bool { return j.ControlBy == "" })
 	if !got.Paused || got.PausedBy != "tok_alice" {
 		t.Fatalf("job after releasing control during a pause: %+v", got)
+	}
+}
+
+// A lease ended elsewhere (here as --pause-max ends it) closes the
+// controlling connection with the reason, rather than leave a page that
+// says it controls a desktop its input no longer reaches.
+func TestDesktopControlEndedElsewhereClosesTheConnection(t *testing.T) {
+	t.Parallel()
+	b := setupLive(t, false, func(c *api.Config) { c.ControlTTL = 300 * time.Millisecond })
+	vnc := &fakeVNC{w: 8, h: 8}
+	j, l := desktopJob(t, b, vnc, "sb-lease-ended", true)
+	v, err := dialViewer(t.Context(), l.WebSocketURL, nil, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.close()
+	eventuallyJob(t, b, j.ID, "alice has control", func(j *drydock.Job) bool { return j.ControlBy == "tok_alice" })
+	if _, err := b.store.ChangePause(t.Context(), j.ID, drydock.PauseChange{Op: drydock.OpEndPause, By: "pause-max"}); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		err := v.frame()
+		if err == nil {
+			if time.Now().After(deadline) {
+				t.Fatal("the connection stayed open after its control ended")
+			}
+			continue
+		}
+		// A normal closure reads as EOF here; its reason is checked in
+		// TestCloseReasonOfEndedControl.
+		if !errors.Is(err, io.EOF) {
+			t.Fatalf("closed with %v; want a normal closure", err)
+		}
+		break
 	}
 }

@@ -98,11 +98,13 @@ func (s *Server) handleDesktopProxy(w http.ResponseWriter, r *http.Request, a *l
 	// The hijacked request's context is not a lifetime to rely on; the
 	// bridge lives until either side leaves, the job ends, the server
 	// shuts down or the viewer's token (or the link's) is revoked.
-	jobCtx, stop := s.liveLifetime(context.Background(), a)
+	lifeCtx, stop := s.liveLifetime(context.Background(), a)
 	defer stop()
+	jobCtx, end := context.WithCancelCause(lifeCtx)
+	defer end(nil)
 	var input func() bool // nil: view-only
 	if lease != nil {
-		go lease.keep(jobCtx)
+		go lease.keep(jobCtx, end)
 		input = lease.held
 	}
 	err = bridgeRFB(jobCtx, client, backend, sb.VNCPassword, input)
@@ -117,8 +119,18 @@ func (s *Server) handleDesktopProxy(w http.ResponseWriter, r *http.Request, a *l
 
 // closeReason is the WebSocket close status and reason a viewer gets.
 func closeReason(cause, err error) (websocket.StatusCode, string) {
-	var re *rfbError
+	var (
+		re    *rfbError
+		ended errControlEnded
+	)
 	switch {
+	case errors.As(cause, &ended):
+		// A close reason holds at most 123 bytes.
+		msg := ended.Error()
+		if len(msg) > 120 {
+			msg = strings.ToValidUTF8(msg[:120], "")
+		}
+		return websocket.StatusNormalClosure, msg
 	case errors.Is(cause, errJobEnded):
 		return websocket.StatusNormalClosure, "the job has ended"
 	case errors.Is(cause, errShutdown):

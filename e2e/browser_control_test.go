@@ -92,4 +92,26 @@ func TestBrowserTakeControlPausesTheJob(t *testing.T) {
 		}
 	}
 	waitJS(t, ctx, 15*time.Second, `[...document.querySelectorAll(".event-resumed")].some(e => e.innerText.includes("released control"))`)
+
+	// Control ended elsewhere (as --pause-max ends it): at the next renewal
+	// the server closes the connection, and the page goes back to watching
+	// and says so, without taking control again by itself.
+	within(t, ctx, 5*time.Second, chromedp.Click(chromedp.CSS(`.desktop button[aria-pressed]`)))
+	waitJS(t, ctx, 20*time.Second, pressed+` == "true" && `+connected)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if j, err = ws.GetJob(t.Context(), job.ID); err == nil && j.ControlBy != "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("taking control again did not hold the lease: %+v %v", j, err)
+		}
+	}
+	if _, err := ws.ChangePause(t.Context(), job.ID, drydock.PauseChange{Op: drydock.OpEndPause, By: "pause-max"}); err != nil {
+		t.Fatal(err)
+	}
+	waitJS(t, ctx, 30*time.Second, pressed+` == "false" && (document.querySelector(".desktop p.muted")?.innerText ?? "").includes("Control ended")`)
+	waitJS(t, ctx, 20*time.Second, connected)
+	if j, _ := ws.GetJob(t.Context(), job.ID); j.Paused || j.ControlBy != "" {
+		t.Errorf("the page took control back by itself: paused %v, control %q", j.Paused, j.ControlBy)
+	}
 }

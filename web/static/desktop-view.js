@@ -35,7 +35,7 @@ export function desktopPanel(jobID) {
   let stopped = false;
   let retry = null;
   let gen = 0; // connections of an older generation are ignored
-  let refusal = ''; // why the last request for control was refused
+  let refusal = ''; // why the page is not in control after it asked
 
   function show(s, why = '') {
     state.textContent = why ? `${s}: ${why}` : s;
@@ -55,18 +55,26 @@ export function desktopPanel(jobID) {
         show(s, why);
         if (s === 'disconnected') {
           rfb = null;
+          if (controlling) {
+            // Control ended without our asking (the server ended the lease:
+            // expired, taken over, or past its pause limit; or the
+            // connection broke): watch again rather than take it back
+            // unasked, which would pause the agent again.
+            setControlling(false);
+            refusal = 'Control ended (released elsewhere, expired, or past the server\'s pause limit); take it again if you still need it.';
+          }
           if (!stopped) retry = setTimeout(connect, 3000);
         }
       });
       note.textContent = controlling
         ? 'You control the desktop: keyboard and mouse input reach the sandbox, and the agent waits until you release it.'
         : 'View only: your keyboard and mouse do not reach the sandbox.';
-      if (refusal) note.textContent += ` Control refused: ${refusal}`;
+      if (refusal) note.textContent += ` ${refusal}`;
     } catch (err) {
       if (controlling && err.status === 409 && my === gen) {
         // Someone else has control (the server names them): watch instead.
         setControlling(false);
-        refusal = err.message;
+        refusal = `Control refused: ${err.message}`;
         connect();
         return;
       }
