@@ -2,11 +2,7 @@ package client
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
-	"fmt"
 	"net/http"
-	"time"
 
 	"github.com/drydockhq/drydock"
 )
@@ -98,52 +94,8 @@ func (c *Client) FollowUp(ctx context.Context, id string, req FollowUpRequest, o
 	}
 	hdr := http.Header{"Idempotency-Key": {sfString(o.key)}}
 	body := req.body()
-	for attempt := 1; ; attempt++ {
-		j, retry, err := c.followUpOnce(ctx, p, body, hdr)
-		if err == nil {
-			return j, nil
-		}
-		if !retry {
-			return nil, err
-		}
-		if ctx.Err() != nil || attempt > c.retries {
-			return nil, &ScheduleError{Key: o.key, Attempts: attempt, Err: err}
-		}
-		t := time.NewTimer(c.retryDelay(attempt))
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil, &ScheduleError{Key: o.key, Attempts: attempt, Err: fmt.Errorf("%w (after: %v)", context.Cause(ctx), err)}
-		case <-t.C:
-		}
-	}
-}
-
-// followUpOnce sends one follow-up request; retry says whether the
-// outcome is unknown.
-func (c *Client) followUpOnce(ctx context.Context, p string, body any, hdr http.Header) (_ *drydock.Job, retry bool, _ error) {
-	resp, err := c.send(ctx, http.MethodPost, p, nil, body, hdr)
-	if err != nil {
-		var ce *ConnError
-		return nil, errors.As(err, &ce) || ctx.Err() != nil, err
-	}
-	defer resp.Body.Close()
-	switch {
-	case resp.StatusCode == http.StatusBadGateway, resp.StatusCode == http.StatusServiceUnavailable, resp.StatusCode == http.StatusGatewayTimeout:
-		return nil, true, c.decodeError(resp)
-	case resp.StatusCode != http.StatusCreated:
-		return nil, false, c.decodeError(resp)
-	}
-	rd, err := c.jsonBody(resp)
-	if err != nil {
-		return nil, false, err
-	}
-	var j drydock.Job
-	if err := json.NewDecoder(rd).Decode(&j); err != nil {
-		if ctx.Err() != nil {
-			err = context.Cause(ctx)
-		}
-		return nil, true, fmt.Errorf("read the answer of POST %s: %w", p, err)
-	}
-	return &j, false, nil
+	return c.createRetrying(ctx, o.key, func() (*drydock.Job, bool, error) {
+		resp, err := c.send(ctx, http.MethodPost, p, nil, body, hdr)
+		return c.createdJob(ctx, p, resp, err)
+	})
 }

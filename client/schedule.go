@@ -87,8 +87,18 @@ func (c *Client) Schedule(ctx context.Context, spec drydock.JobSpec, opts ...Sch
 		return nil, err
 	}
 	hdr := http.Header{"Idempotency-Key": {sfString(o.key)}}
+	return c.createRetrying(ctx, o.key, func() (*drydock.Job, bool, error) {
+		return c.scheduleOnce(ctx, spec, o.workspace, hdr)
+	})
+}
+
+// createRetrying sends a creation request under an Idempotency-Key (once
+// sends it and says whether its outcome is unknown) until it is answered,
+// retries are spent or ctx ends; an outcome that stays unknown is a
+// *ScheduleError naming the key.
+func (c *Client) createRetrying(ctx context.Context, key string, once func() (*drydock.Job, bool, error)) (*drydock.Job, error) {
 	for attempt := 1; ; attempt++ {
-		j, retry, err := c.scheduleOnce(ctx, spec, o.workspace, hdr)
+		j, retry, err := once()
 		if err == nil {
 			return j, nil
 		}
@@ -96,13 +106,13 @@ func (c *Client) Schedule(ctx context.Context, spec drydock.JobSpec, opts ...Sch
 			return nil, err
 		}
 		if ctx.Err() != nil || attempt > c.retries {
-			return nil, &ScheduleError{Key: o.key, Attempts: attempt, Err: err}
+			return nil, &ScheduleError{Key: key, Attempts: attempt, Err: err}
 		}
 		t := time.NewTimer(c.retryDelay(attempt))
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return nil, &ScheduleError{Key: o.key, Attempts: attempt, Err: fmt.Errorf("%w (after: %v)", context.Cause(ctx), err)}
+			return nil, &ScheduleError{Key: key, Attempts: attempt, Err: fmt.Errorf("%w (after: %v)", context.Cause(ctx), err)}
 		case <-t.C:
 		}
 	}
@@ -121,6 +131,13 @@ func (c *Client) scheduleOnce(ctx context.Context, spec drydock.JobSpec, workspa
 	} else {
 		resp, err = c.send(ctx, http.MethodPost, "/v1/jobs", nil, specBody(spec), hdr)
 	}
+	return c.createdJob(ctx, "/v1/jobs", resp, err)
+}
+
+// createdJob reads the answer of a creation request (resp and err as send
+// returned them): the job, or an error and whether the outcome is unknown,
+// so that the request is worth sending again with the same key.
+func (c *Client) createdJob(ctx context.Context, path string, resp *http.Response, err error) (_ *drydock.Job, retry bool, _ error) {
 	if err != nil {
 		var ce *ConnError
 		return nil, errors.As(err, &ce) || ctx.Err() != nil, err
@@ -129,7 +146,8 @@ func (c *Client) scheduleOnce(ctx context.Context, spec drydock.JobSpec, workspa
 	switch {
 	case resp.StatusCode == http.StatusBadGateway, resp.StatusCode == http.StatusServiceUnavailable, resp.StatusCode == http.StatusGatewayTimeout:
 		return nil, true, c.decodeError(resp)
-	case resp.StatusCode < 200 || resp.StatusCode > 299:
+	case resp.StatusCode < 200 || resp.StatusCode > 299, resp.StatusCode == http.StatusAccepted:
+		// 202 is a message stored for a running job's agent, not a job.
 		return nil, false, c.decodeError(resp)
 	}
 	body, err := c.jsonBody(resp)
@@ -144,7 +162,7 @@ func (c *Client) scheduleOnce(ctx context.Context, spec drydock.JobSpec, workspa
 		if ctx.Err() != nil {
 			err = context.Cause(ctx)
 		}
-		return nil, true, fmt.Errorf("read the answer of POST /v1/jobs: %w", err)
+		return nil, true, fmt.Errorf("read the answer of POST %s: %w", path, err)
 	}
 	return &j, false, nil
 }

@@ -98,54 +98,10 @@ func (c *FollowUpCmd) Run(g *Globals) error {
 		}
 		return g.explain(err, c.ID)
 	}
-	out, errw := g.out(), g.errw()
-	switch {
-	case c.Follow:
-		p := newEventPrinter(g, c.JSON)
-		if c.JSON {
-			if err := writeJSON(out, j); err != nil {
-				return err
-			}
-		} else {
+	return created{g: g, cl: cl, job: j, follow: c.Follow, wait: c.Wait, json: c.JSON, interrupted: interrupted,
+		header: func(p *eventPrinter, out io.Writer) {
 			fmt.Fprintf(out, "Follow-up %s of job %s  (%s)\n", ansi(p.color, bold, safe(j.ID)), safe(j.ParentJobID), safe(j.StatusURL))
-		}
-		final, err := follow(ctx, g, cl, j.ID, 0, p, interrupted)
-		if err != nil || final == nil {
-			return err
-		}
-		if c.JSON {
-			err = writeJSON(out, final)
-		} else {
-			p.final(final)
-		}
-		if err != nil {
-			return err
-		}
-		return failed(final)
-	case c.Wait:
-		final, err := cl.Wait(ctx, j.ID)
-		if err != nil {
-			if interrupted() {
-				fmt.Fprintf(errw, "\nStopped waiting; job %s keeps running. Check it with: drydock status %s\n", safe(j.ID), cmdWord(j.ID))
-				return nil
-			}
-			return g.explain(err, j.ID)
-		}
-		if c.JSON {
-			err = writeJSON(out, final)
-		} else {
-			err = printStatus(out, final, g.colorful(out), time.Now())
-		}
-		if err != nil {
-			return err
-		}
-		return failed(final)
-	}
-	if c.JSON {
-		return writeJSON(out, j)
-	}
-	// The id alone on standard output, as drydock schedule prints it.
-	fmt.Fprintln(out, safe(j.ID))
-	fmt.Fprintf(errw, "Follows up: %s\nStatus: %s\nFollow: drydock logs %s -f\n", safe(j.ParentJobID), safe(j.StatusURL), cmdWord(j.ID))
-	return nil
+		},
+		footer: fmt.Sprintf("Follows up: %s\nStatus: %s\nFollow: drydock logs %s -f\n", safe(j.ParentJobID), safe(j.StatusURL), cmdWord(j.ID)),
+	}.report(ctx)
 }

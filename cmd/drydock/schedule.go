@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -114,26 +115,49 @@ func (c *ScheduleCmd) Run(g *Globals) error {
 		}
 		return g.explain(err, "")
 	}
-	out, errw := g.out(), g.errw()
-
-	switch {
-	case c.Follow:
-		p := newEventPrinter(g, c.JSON)
-		if c.JSON {
-			if err := writeJSON(out, j); err != nil {
-				return err
-			}
-		} else {
+	return created{g: g, cl: cl, job: j, follow: c.Follow, wait: c.Wait, json: c.JSON, interrupted: interrupted,
+		header: func(p *eventPrinter, out io.Writer) {
 			fmt.Fprintf(out, "Scheduled job %s  (%s)\n", ansi(p.color, bold, safe(j.ID)), safe(j.StatusURL))
 			if j.VNCURL != "" {
 				fmt.Fprintf(out, "Desktop: %s\n", safe(j.VNCURL))
 			}
+		},
+		footer: fmt.Sprintf("Status: %s\nFollow: drydock logs %s -f\n", safe(j.StatusURL), cmdWord(j.ID)),
+	}.report(ctx)
+}
+
+// created is a job just created by schedule or follow-up, and how to show
+// it: followed (--follow), waited for (--wait), or its id alone on
+// standard output, so that id=$(drydock schedule ...) works, with the rest
+// for the person at the terminal (footer, on standard error).
+type created struct {
+	g                  *Globals
+	cl                 *client.Client
+	job                *drydock.Job
+	follow, wait, json bool
+	interrupted        func() bool
+	header             func(p *eventPrinter, out io.Writer)
+	footer             string
+}
+
+func (c created) report(ctx context.Context) error {
+	g, cl, j := c.g, c.cl, c.job
+	out, errw := g.out(), g.errw()
+	switch {
+	case c.follow:
+		p := newEventPrinter(g, c.json)
+		if c.json {
+			if err := writeJSON(out, j); err != nil {
+				return err
+			}
+		} else {
+			c.header(p, out)
 		}
-		final, err := follow(ctx, g, cl, j.ID, 0, p, interrupted)
+		final, err := follow(ctx, g, cl, j.ID, 0, p, c.interrupted)
 		if err != nil || final == nil {
 			return err
 		}
-		if c.JSON {
+		if c.json {
 			err = writeJSON(out, final)
 		} else {
 			p.final(final)
@@ -142,17 +166,16 @@ func (c *ScheduleCmd) Run(g *Globals) error {
 			return err
 		}
 		return failed(final)
-
-	case c.Wait:
+	case c.wait:
 		final, err := cl.Wait(ctx, j.ID)
 		if err != nil {
-			if interrupted() {
+			if c.interrupted() {
 				fmt.Fprintf(errw, "\nStopped waiting; job %s keeps running. Check it with: drydock status %s\n", safe(j.ID), cmdWord(j.ID))
 				return nil
 			}
 			return g.explain(err, j.ID)
 		}
-		if c.JSON {
+		if c.json {
 			err = writeJSON(out, final)
 		} else {
 			err = printStatus(out, final, g.colorful(out), time.Now())
@@ -162,14 +185,11 @@ func (c *ScheduleCmd) Run(g *Globals) error {
 		}
 		return failed(final)
 	}
-
-	if c.JSON {
+	if c.json {
 		return writeJSON(out, j)
 	}
-	// The id alone on standard output, so that id=$(drydock schedule ...)
-	// works; the rest is for the person at the terminal.
 	fmt.Fprintln(out, safe(j.ID))
-	fmt.Fprintf(errw, "Status: %s\nFollow: drydock logs %s -f\n", safe(j.StatusURL), cmdWord(j.ID))
+	fmt.Fprint(errw, c.footer)
 	return nil
 }
 

@@ -16,27 +16,37 @@ const (
 	maxEventLimit     = 1000
 )
 
-// AppendEvent numbers e after its job's newest event and stores it, in one
-// statement. It sets e.Seq, and e.Time when zero (from the database clock);
-// Time is rounded to microseconds.
-func (s *Store) AppendEvent(ctx context.Context, e *drydock.Event) error {
+// eventData checks an event as both appends do and returns its data as
+// stored.
+func eventData(e *drydock.Event) (string, error) {
 	if e.JobID == "" {
-		return drydock.Errorf(drydock.EINVALID, "event job id is required")
+		return "", drydock.Errorf(drydock.EINVALID, "event job id is required")
 	}
 	if e.Type == "" {
-		return drydock.Errorf(drydock.EINVALID, "event type is required")
+		return "", drydock.Errorf(drydock.EINVALID, "event type is required")
 	}
 	if len(e.Data) > drydock.MaxEventDataBytes {
-		return drydock.Errorf(drydock.ETOOLARGE, "event data is %d bytes; the limit is %d", len(e.Data), drydock.MaxEventDataBytes)
+		return "", drydock.Errorf(drydock.ETOOLARGE, "event data is %d bytes; the limit is %d", len(e.Data), drydock.MaxEventDataBytes)
 	}
 	data := string(e.Data)
 	if len(e.Data) == 0 {
 		data = "null"
 	} else if !json.Valid(e.Data) {
-		return drydock.Errorf(drydock.EINVALID, "event data is not valid JSON")
+		return "", drydock.Errorf(drydock.EINVALID, "event data is not valid JSON")
 	}
 	if badKey(e.JobID) {
-		return notFound(e.JobID)
+		return "", notFound(e.JobID)
+	}
+	return data, nil
+}
+
+// AppendEvent numbers e after its job's newest event and stores it, in one
+// statement. It sets e.Seq, and e.Time when zero (from the database clock);
+// Time is rounded to microseconds.
+func (s *Store) AppendEvent(ctx context.Context, e *drydock.Event) error {
+	data, err := eventData(e)
+	if err != nil {
+		return err
 	}
 	var (
 		seq int64
@@ -45,7 +55,7 @@ func (s *Store) AppendEvent(ctx context.Context, e *drydock.Event) error {
 	// The increment locks the job row until the commit, so concurrent
 	// appends to one job (from any replica) take seqs one after the other
 	// and commit in seq order: a reader never sees seq n+1 without n.
-	err := s.pool.QueryRow(ctx, `WITH j AS (
+	err = s.pool.QueryRow(ctx, `WITH j AS (
 			UPDATE jobs SET last_seq = last_seq + 1 WHERE id = $1 RETURNING id, last_seq)
 		INSERT INTO events (job_id, seq, type, time, data)
 		SELECT id, last_seq, $2::text, COALESCE($3::timestamptz, now()), $4::json FROM j

@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"time"
 
@@ -15,29 +14,15 @@ import (
 // statement: the status check and the seq increment lock the same row, so a
 // message can never land after the job's final status event.
 func (s *Store) AppendMessage(ctx context.Context, e *drydock.Event) error {
-	if e.JobID == "" {
-		return drydock.Errorf(drydock.EINVALID, "event job id is required")
-	}
-	if e.Type == "" {
-		return drydock.Errorf(drydock.EINVALID, "event type is required")
-	}
-	if len(e.Data) > drydock.MaxEventDataBytes {
-		return drydock.Errorf(drydock.ETOOLARGE, "event data is %d bytes; the limit is %d", len(e.Data), drydock.MaxEventDataBytes)
-	}
-	data := string(e.Data)
-	if len(e.Data) == 0 {
-		data = "null"
-	} else if !json.Valid(e.Data) {
-		return drydock.Errorf(drydock.EINVALID, "event data is not valid JSON")
-	}
-	if badKey(e.JobID) {
-		return notFound(e.JobID)
+	data, err := eventData(e)
+	if err != nil {
+		return err
 	}
 	var (
 		seq int64
 		t   time.Time
 	)
-	err := s.pool.QueryRow(ctx, `WITH j AS (
+	err = s.pool.QueryRow(ctx, `WITH j AS (
 			UPDATE jobs SET last_seq = last_seq + 1 WHERE id = $1 AND status IN ('pending', 'running')
 				AND (SELECT count(*) FROM events WHERE job_id = $1 AND type = $2::text) < $5
 			RETURNING id, last_seq)
