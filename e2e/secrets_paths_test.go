@@ -462,7 +462,10 @@ func TestSecretsRecovery(t *testing.T) {
 // while it runs and started again (see TestSecretsRecovery); start names
 // how the job got its sandbox, which extra (server flags) decides.
 func recoverWithSecret(t *testing.T, rt *docker.Runtime, host, start string, extra []string) {
-	s := currentImageServer(t, host, extra...)
+	// Without a follow-up window the secrets go when the job ends, which
+	// the end of this test checks (with one, the runner's tests check
+	// they are kept and then erased).
+	s := currentImageServer(t, host, append([]string{"--follow-up-secrets", "0"}, extra...)...)
 	node := s.node
 	s.start()
 	if start == "warm" {

@@ -4,11 +4,10 @@
 // daemon that the orchestrator talks to.
 //
 // An unprivileged process may raise any oom_score_adj of its own uid but not
-// lower one, so the daemon keeps its inherited score and raises its
-// children's right after starting them. A child that forks within the few
-// microseconds before the write leaves descendants at the inherited score;
-// they are still bigger than the daemon whenever they are the ones using
-// the memory.
+// lower one, so the daemon keeps its inherited score and its children raise
+// their own before they run (Wrap and Shim: the daemon's executable is the
+// shim that raises, then execs the program). Raise, after a start, is the
+// fallback where no shim is configured; it races the child's first steps.
 package oomscore
 
 import (

@@ -39,6 +39,7 @@ import (
 	"time"
 
 	"github.com/drydockhq/drydock"
+	"github.com/drydockhq/drydock/oomscore"
 	"github.com/drydockhq/drydock/toolbox"
 	"github.com/drydockhq/drydock/toolbox/server"
 )
@@ -72,6 +73,8 @@ const (
 const shutdownGrace = 10 * time.Second
 
 func main() {
+	// Started as the shim of a command (oomscore.Wrap): become it.
+	oomscore.Shim(os.Args)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	secrets := map[string]string{}
@@ -164,7 +167,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	}
 
 	home, _ := os.UserHomeDir()
+	self, err := os.Executable()
+	if err != nil {
+		logger.Warn("own executable unknown: commands get the highest OOM score just after they start", "err", err)
+		self = ""
+	}
 	cfg := server.Config{
+		ExecShim:  self,
 		Workspace: *workspace,
 		Token:     token,
 		Profile:   drydock.Profile(*profile),

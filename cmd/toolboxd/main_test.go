@@ -17,8 +17,17 @@ import (
 	"time"
 
 	"github.com/drydockhq/drydock"
+	"github.com/drydockhq/drydock/oomscore"
 	"github.com/drydockhq/drydock/toolbox"
 )
+
+// The test binary runs toolboxd's run in process, and commands start
+// through its own executable (Config.ExecShim): it must be the shim too,
+// as toolboxd's main is.
+func TestMain(m *testing.M) {
+	oomscore.Shim(os.Args)
+	os.Exit(m.Run())
+}
 
 // syncBuffer collects the daemon's log while it runs.
 type syncBuffer struct {
@@ -262,5 +271,35 @@ func TestReserveThreadsKeepsThem(t *testing.T) {
 	time.Sleep(100 * time.Millisecond)
 	if now := threadCount(); now < got {
 		t.Fatalf("threads fell from %d to %d: the runtime gave them back", got, now)
+	}
+}
+
+// Every command toolboxd starts runs with the highest OOM score from its
+// first instruction (the shim), never with toolboxd's own: read at once by
+// the command itself, every time.
+func TestCommandsStartWithTheHighestOOMScore(t *testing.T) {
+	t.Parallel()
+	if _, err := os.Stat("/proc/self/oom_score_adj"); err != nil {
+		t.Skip("no /proc/self/oom_score_adj here")
+	}
+	dir := t.TempDir()
+	ep, _, stop := start(t, []string{"-listen", "unix://" + filepath.Join(dir, "tb.sock"), "-workspace", dir, "-services", "none"},
+		map[string]string{"TOOLBOXD_TOKEN": "oom-token"})
+	defer stop()
+	c := toolbox.New(ep, "oom-token")
+	defer c.Close()
+	for i := range 30 {
+		for _, req := range []toolbox.ExecRequest{
+			{Args: []string{"cat", "/proc/self/oom_score_adj"}},
+			{Command: "cat /proc/self/oom_score_adj"},
+		} {
+			var out bytes.Buffer
+			if _, err := c.Exec(t.Context(), req, &out, &out); err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.TrimSpace(out.String()); got != "1000" {
+				t.Fatalf("run %d (%+v): the command's OOM score is %q; want 1000", i, req, got)
+			}
+		}
 	}
 }

@@ -70,6 +70,8 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request, req toolbox.ExecRe
 	cmd.Stdout, cmd.Stderr = outW, errW
 	before := s.mem.sample()
 	start := time.Now()
+	name := cmd.Args[0]
+	oomscore.Wrap(cmd, s.cfg.ExecShim)
 	err = cmd.Start()
 	if err == nil {
 		_ = oomscore.Raise(cmd.Process.Pid) // see session.go
@@ -79,7 +81,7 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request, req toolbox.ExecRe
 	if err != nil {
 		outR.Close()
 		errR.Close()
-		return startError(cmd.Args[0], err)
+		return startError(name, err)
 	}
 	pgid := cmd.Process.Pid
 

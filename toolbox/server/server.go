@@ -35,6 +35,11 @@ type Config struct {
 	// Workspace is the directory every file path is confined to, and the
 	// starting directory of shells.
 	Workspace string
+	// ExecShim is the daemon's own executable, through which commands and
+	// shells start (oomscore.Wrap) so that they run with the highest OOM
+	// score from their first instruction; empty raises the score just
+	// after the start instead (tests, which run no daemon binary).
+	ExecShim string
 	// Token authenticates callers. An empty token fails closed: every
 	// authenticated route answers 401.
 	Token   string

@@ -128,9 +128,12 @@ func (s *session) start() (*shell, error) {
 	cmd.Env = s.srv.env(s.env)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, w, w
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// The agent's processes, not toolboxd, go first when memory runs out:
+	// the shim gives the shell the highest score before it runs, and
+	// Raise covers a daemon without one.
+	oomscore.Wrap(cmd, s.srv.cfg.ExecShim)
 	err = cmd.Start()
 	if err == nil {
-		// The agent's processes, not toolboxd, go first when memory runs out.
 		_ = oomscore.Raise(cmd.Process.Pid)
 	}
 	inR.Close()
