@@ -203,6 +203,9 @@ type Job struct {
 	// PushedCommit is the commit a completed job pushed to its
 	// repository's push branch.
 	PushedCommit string `json:"pushed_commit,omitempty"`
+	// Isolation is what the job's sandbox ran under (Sandbox.Isolation);
+	// set once it has one.
+	Isolation string `json:"isolation,omitempty"`
 	// WaitingFor is the question an interactive job's agent asked and
 	// waits on an answer to; empty when it waits for nothing.
 	WaitingFor string `json:"waiting_for,omitempty"`
@@ -284,6 +287,8 @@ type JobProgress struct {
 	Steps     int
 	Usage     Usage
 	SandboxID *string
+	// Isolation is the sandbox's (Sandbox.Isolation), recorded with it.
+	Isolation *string
 }
 
 // JobResult is how a run ended.

@@ -53,11 +53,28 @@ type Sandbox struct {
 	State     SandboxState      `json:"state"`
 	CreatedAt time.Time         `json:"created_at"`
 	Endpoint  Endpoint          `json:"endpoint"`
+	// Isolation names what stands between the sandbox's processes and the
+	// host's kernel (IsolationGVisor, IsolationRunc, IsolationNone, or a
+	// Kubernetes RuntimeClass's name); empty when the runtime cannot tell.
+	Isolation string `json:"isolation,omitempty"`
 	// Token authenticates calls to toolboxd; VNCPassword guards the desktop.
 	// Both are random per sandbox and never serialized.
 	Token       string `json:"-"`
 	VNCPassword string `json:"-"`
 }
+
+// Isolations a sandbox runs under (Sandbox.Isolation).
+const (
+	// IsolationGVisor: gVisor's runsc, a kernel in user space between the
+	// sandbox and the host's (issue 17).
+	IsolationGVisor = "gvisor"
+	// IsolationRunc: namespaces, cgroups, seccomp and dropped capabilities
+	// on the host's kernel (the engine's default OCI runtime).
+	IsolationRunc = "runc"
+	// IsolationNone: processes on the host as the server's user (the local
+	// runtime, for development and tests).
+	IsolationNone = "none"
+)
 
 // Labels every runtime puts on its sandboxes so that they can be found again
 // after a restart and reaped.

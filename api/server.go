@@ -105,6 +105,11 @@ type Config struct {
 	// IdempotencyTTL is how long an Idempotency-Key of POST /v1/jobs
 	// holds (default drydock.DefaultIdempotencyTTL).
 	IdempotencyTTL time.Duration
+	// Isolation is what the server's new sandboxes run under
+	// (drydock.IsolationGVisor, ...), and IsolationWarning why it is not
+	// gVisor when gVisor was wanted but missing (--isolation auto); both
+	// are shown by /readyz.
+	Isolation, IsolationWarning string
 	// FollowUpSecrets is how long after it ended a job's kept secrets may
 	// be inherited by a follow-up (the runner keeps and erases them); 0:
 	// never.
@@ -315,5 +320,12 @@ func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, drydock.Errorf(drydock.EUNAVAILABLE, "store is not available"))
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+	ready := map[string]string{"status": "ready"}
+	if s.cfg.Isolation != "" {
+		ready["isolation"] = s.cfg.Isolation
+	}
+	if s.cfg.IsolationWarning != "" {
+		ready["isolation_warning"] = s.cfg.IsolationWarning
+	}
+	writeJSON(w, http.StatusOK, ready)
 }

@@ -51,6 +51,12 @@ func (r *Runner) execute(ctx context.Context, cancel context.CancelCauseFunc, jo
 	if runErr == nil {
 		emit.values = maskValues(job)
 		sb, runErr = r.sandbox(ctx, job, log)
+		if runErr == nil && job.SandboxID == "" {
+			// Which isolation the job runs under is part of its record
+			// (also its isolation field), said once when its sandbox is new.
+			emit.Emit(ctx, drydock.EventLog, map[string]any{"level": "info", "kind": "sandbox", "sandbox_id": sb.ID,
+				"isolation": sb.Isolation, "message": fmt.Sprintf("sandbox %s runs under %s", sb.ID, isolationName(sb.Isolation))})
+		}
 	}
 	if runErr == nil {
 		var trust map[string]string
@@ -214,8 +220,8 @@ func (r *Runner) sandbox(ctx context.Context, job *drydock.Job, log *slog.Logger
 			return nil, err
 		}
 		sb = created
-		id := sb.ID
-		if err := r.deps.Store.UpdateProgress(ctx, job.ID, r.owner, drydock.JobProgress{Steps: job.Steps, Usage: job.Usage, SandboxID: &id}); err != nil {
+		id, isolation := sb.ID, sb.Isolation
+		if err := r.deps.Store.UpdateProgress(ctx, job.ID, r.owner, drydock.JobProgress{Steps: job.Steps, Usage: job.Usage, SandboxID: &id, Isolation: &isolation}); err != nil {
 			// Without the id in the store a recovery could not find it: drop it.
 			_ = r.deps.Runtime.Destroy(context.WithoutCancel(ctx), id)
 			return nil, fmt.Errorf("record sandbox: %w", err)
@@ -391,4 +397,19 @@ func (e *emitter) Emit(ctx context.Context, typ drydock.EventType, data any) err
 		return fmt.Errorf("append %s event: %w", typ, err)
 	}
 	return nil
+}
+
+// isolationName says what an isolation means, for the job's log.
+func isolationName(isolation string) string {
+	switch isolation {
+	case drydock.IsolationGVisor:
+		return "gVisor (a kernel in user space between it and the host's)"
+	case drydock.IsolationRunc:
+		return "runc (namespaces, seccomp and no capabilities on the host's kernel)"
+	case drydock.IsolationNone:
+		return "no isolation (processes on the server's host: the local runtime)"
+	case "":
+		return "an isolation the runtime does not report"
+	}
+	return "the RuntimeClass " + isolation
 }

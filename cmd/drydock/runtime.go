@@ -38,6 +38,9 @@ func (c *ServerCmd) buildRuntime(ctx context.Context, log *slog.Logger) (drydock
 	pool := toolbox.NewPool()
 	var rt drydock.Runtime
 	closeFn := func() {}
+	if c.Isolation == docker.ModeGVisor && c.Runtime != "docker" {
+		return nil, nil, nil, fmt.Errorf("--isolation gvisor applies to --runtime docker (Docker or Podman); on Kubernetes use --kube-runtime-class with a gVisor RuntimeClass, and the local runtime has no isolation at all")
+	}
 	switch c.Runtime {
 	case "local":
 		l, err := localrt.New(localrt.Options{Root: filepath.Join(c.DataDir, "sandboxes"), ServerID: c.NodeID, Logger: log})
@@ -70,6 +73,17 @@ func (c *ServerCmd) buildRuntime(ctx context.Context, log *slog.Logger) (drydock
 		}
 		if _, err := d.List(ctx, map[string]string{drydock.LabelManaged: "true"}); err != nil {
 			return nil, nil, nil, fmt.Errorf("cannot reach the container engine (%s): %w; start Docker or Podman, or set --docker-host / DOCKER_HOST (or use --runtime local for development)", c.DockerHost, err)
+		}
+		iso, why, err := d.ResolveIsolation(ctx, c.Isolation, c.ImageHeadless)
+		if err != nil {
+			d.Close()
+			return nil, nil, nil, fmt.Errorf("docker runtime: %w", err)
+		}
+		c.isolation, c.isolationWarning = iso, why
+		if why != "" {
+			log.Warn("sandboxes run under runc, not gVisor", "why", why)
+		} else {
+			log.Info("sandbox isolation", "isolation", iso)
 		}
 		rt, closeFn = d, func() { d.Close() }
 	default:

@@ -46,6 +46,7 @@ type ServerCmd struct {
 	MaxConcurrent   int             `default:"2" env:"DRYDOCK_MAX_CONCURRENT" help:"Jobs this server runs at once; 0 serves the API only (another replica runs the jobs)."`
 	JobTimeout      time.Duration   `default:"30m" env:"DRYDOCK_JOB_TIMEOUT" help:"Default wall-time limit of a job."`
 	AskTimeout      time.Duration   `default:"30m" env:"DRYDOCK_ASK_TIMEOUT" help:"How long the agent of an interactive job waits for an answer to an ask_user question before it goes on without one."`
+	Isolation       string          `default:"auto" enum:"auto,gvisor,runc" env:"DRYDOCK_ISOLATION" help:"What Docker/Podman sandboxes run under: gvisor (gVisor's runsc, a kernel in user space: refuses to start without it), runc (the engine's default), or auto (gVisor when the engine offers it, else runc with a warning). Checked at start with a probe container. Kubernetes: use --kube-runtime-class."`
 	FollowUpSecrets time.Duration   `name:"follow-up-secrets" default:"24h" env:"DRYDOCK_FOLLOW_UP_SECRETS" help:"How long a finished job keeps its secrets (sealed, in the store) so that a follow-up inherits them; after it a follow-up must give them again. 0 erases them when the job ends."`
 	PauseMax        time.Duration   `default:"1h" env:"DRYDOCK_PAUSE_MAX" help:"Longest a job stays paused (by a person, or while one controls its desktop): after it the job resumes by itself and its agent is told. 0 is no limit. A pause does not stop the job's wall-time limit (--job-timeout)."`
 	LeaseTTL        time.Duration   `default:"10s" help:"How long a job's lease lasts without a heartbeat: a dead replica's jobs move to another after at most this long."`
@@ -62,6 +63,10 @@ type ServerCmd struct {
 	Kube            KubeOptions     `embed:""`
 	Egress          EgressOptions   `embed:"" prefix:"egress-"`
 	Secrets         SecretsOptions  `embed:""`
+
+	// isolation and isolationWarning are what buildRuntime resolved
+	// --isolation to, for /readyz.
+	isolation, isolationWarning string
 }
 
 // ResourceOptions are the per-sandbox limits. The aliases are the names
@@ -263,19 +268,21 @@ func (c *ServerCmd) Run(g *Globals) error {
 		return fmt.Errorf("create the upload directory: %w", err)
 	}
 	srv := api.New(api.Config{
-		DevMode:         devMode,
-		PublicURL:       c.PublicURL,
-		LiveURL:         c.LiveURL,
-		Sandboxes:       rt.Get,
-		Toolbox:         pool,
-		LinkKeyFile:     filepath.Join(c.DataDir, "link.key"),
-		EgressChanged:   eg.Changed,
-		Egress:          egressPolicy,
-		Secrets:         secrets,
-		IdempotencyTTL:  c.IdemTTL,
-		UploadDir:       uploadDir,
-		Upload:          api.UploadLimits{Bytes: c.MaxUploadMiB << 20, Expanded: c.Resources.DiskMiB << 20},
-		FollowUpSecrets: c.FollowUpSecrets,
+		DevMode:          devMode,
+		PublicURL:        c.PublicURL,
+		LiveURL:          c.LiveURL,
+		Sandboxes:        rt.Get,
+		Toolbox:          pool,
+		LinkKeyFile:      filepath.Join(c.DataDir, "link.key"),
+		EgressChanged:    eg.Changed,
+		Egress:           egressPolicy,
+		Secrets:          secrets,
+		IdempotencyTTL:   c.IdemTTL,
+		UploadDir:        uploadDir,
+		Upload:           api.UploadLimits{Bytes: c.MaxUploadMiB << 20, Expanded: c.Resources.DiskMiB << 20},
+		FollowUpSecrets:  c.FollowUpSecrets,
+		Isolation:        c.isolation,
+		IsolationWarning: c.isolationWarning,
 	}, ws, run, artifacts, reg, log)
 
 	ln, err := net.Listen("tcp", c.Listen)

@@ -31,8 +31,11 @@ var _ drydock.Runtime = (*Runtime)(nil)
 
 // Labels this runtime adds to the ones every runtime sets.
 const (
-	labelProfile  = "drydock.profile"
-	labelStateDir = "drydock.state-dir"
+	labelProfile = "drydock.profile"
+	// labelIsolation records what the sandbox runs under, for a server
+	// that finds it again after a restart.
+	labelIsolation = "drydock.isolation"
+	labelStateDir  = "drydock.state-dir"
 )
 
 // Paths inside the sandbox.
@@ -116,6 +119,8 @@ type Runtime struct {
 
 	mu     sync.Mutex
 	engine string // "docker" or "podman" once known
+	// isolation is what new sandboxes run under (ResolveIsolation).
+	isolation string
 	// seccomp is the profile derived for Podman (seccomp.go).
 	seccomp seccompProfile
 
@@ -147,7 +152,11 @@ func New(opts Options) (*Runtime, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Runtime{cli: cli, opts: opts, stateDir: stateDir, log: log.With("component", "runtime.docker")}, nil
+	isolation := drydock.IsolationRunc
+	if opts.OCIRuntime == gvisorRuntime {
+		isolation = drydock.IsolationGVisor
+	}
+	return &Runtime{cli: cli, opts: opts, stateDir: stateDir, log: log.With("component", "runtime.docker"), isolation: isolation}, nil
 }
 
 func defaultStateDir() string {
@@ -222,6 +231,10 @@ func (r *Runtime) Create(ctx context.Context, spec drydock.SandboxSpec) (*drydoc
 func (r *Runtime) createContainer(ctx context.Context, id, dir, img string, spec drydock.SandboxSpec, res drydock.Resources, sec secrets) (*drydock.Sandbox, error) {
 	labels := spec.RuntimeLabels(r.opts.ServerID)
 	labels[labelProfile] = string(spec.Profile)
+	r.mu.Lock()
+	ociRuntime, isolation := r.opts.OCIRuntime, r.isolation
+	r.mu.Unlock()
+	labels[labelIsolation] = isolation
 	labels[labelStateDir] = dir
 
 	env := maps.Clone(spec.Env)
@@ -249,11 +262,11 @@ func (r *Runtime) createContainer(ctx context.Context, id, dir, img string, spec
 	if err != nil {
 		return nil, err
 	}
-	if podman && r.opts.OCIRuntime != "" {
+	if podman && ociRuntime != "" {
 		// Podman 4's compat API accepts HostConfig.Runtime and ignores it;
 		// running a sandbox with weaker isolation than asked is worse than
 		// not running it.
-		return nil, drydock.Errorf(drydock.EINVALID, "Podman's Docker-compatible API ignores the OCI runtime %q; set [engine] runtime in containers.conf instead", r.opts.OCIRuntime)
+		return nil, drydock.Errorf(drydock.EINVALID, "Podman's Docker-compatible API ignores the OCI runtime %q; set [engine] runtime in containers.conf instead", ociRuntime)
 	}
 	securityOpt := []string{"no-new-privileges"}
 	if podman {
@@ -274,7 +287,7 @@ func (r *Runtime) createContainer(ctx context.Context, id, dir, img string, spec
 		CapDrop:        []string{"ALL"},
 		SecurityOpt:    securityOpt,
 		ReadonlyRootfs: true,
-		Runtime:        r.opts.OCIRuntime,
+		Runtime:        ociRuntime,
 		Tmpfs: map[string]string{
 			workspaceDir: tmpfsOpts(podman, wsBytes, "0755", true),
 			homeDir:      tmpfsOpts(podman, homeSize, "0755", true),
@@ -323,6 +336,7 @@ func (r *Runtime) createContainer(ctx context.Context, id, dir, img string, spec
 		State:       drydock.SandboxRunning,
 		CreatedAt:   time.Now().UTC(),
 		Endpoint:    endpoint(dir),
+		Isolation:   isolation,
 		Token:       sec.Token,
 		VNCPassword: sec.VNCPassword,
 	}, nil
@@ -572,6 +586,7 @@ func (r *Runtime) sandbox(id string, labels map[string]string, state string, cre
 		ID:        id,
 		Runtime:   r.Name(),
 		Profile:   drydock.Profile(labels[labelProfile]),
+		Isolation: labels[labelIsolation],
 		Labels:    maps.Clone(labels),
 		State:     sandboxState(state),
 		CreatedAt: created.UTC(),

@@ -45,13 +45,15 @@ func requireEngine(t testing.TB, env string) string {
 type setup struct {
 	host  string
 	image string
+	// ociRuntime is Options.OCIRuntime ("runsc" for gVisor).
+	ociRuntime string
 }
 
 // newRuntime returns a runtime on host with its own state dir, closed and
 // checked for leftovers when the test ends.
 func (s setup) newRuntime(t testing.TB) *Runtime {
 	t.Helper()
-	rt, err := New(Options{Host: s.host, ServerID: "test-" + t.Name(), StateDir: stateDir(t)})
+	rt, err := New(Options{Host: s.host, ServerID: "test-" + t.Name(), StateDir: stateDir(t), OCIRuntime: s.ociRuntime})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -338,6 +338,12 @@ func (r *Runtime) sandboxFrom(pod *corev1.Pod, sec *corev1.Secret) *drydock.Sand
 		State:     podState(pod),
 		CreatedAt: pod.CreationTimestamp.UTC(),
 		Endpoint:  endpoint(pod),
+		// The pod's RuntimeClass decides (gvisor, kata-fc, ...); without
+		// one the node's default runtime, runc on every common cluster.
+		Isolation: drydock.IsolationRunc,
+	}
+	if rc := pod.Spec.RuntimeClassName; rc != nil && *rc != "" {
+		sb.Isolation = *rc
 	}
 	if sec != nil {
 		sb.Token, sb.VNCPassword = string(sec.Data[secretToken]), string(sec.Data[secretVNC])

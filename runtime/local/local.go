@@ -392,6 +392,7 @@ func (r *Runtime) sandbox(m meta, token string, state drydock.SandboxState) *dry
 		State:     state,
 		CreatedAt: m.CreatedAt,
 		Endpoint:  drydock.Endpoint{Network: "unix", Address: r.socketPath(m.ID)},
+		Isolation: drydock.IsolationNone,
 		Token:     token,
 	}
 }

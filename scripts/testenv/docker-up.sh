@@ -1,9 +1,12 @@
 #!/bin/sh
 # Starts a private dockerd for Drydock's tests on unix:///run/drydock-test/docker.sock,
 # with its own data root, exec root and pidfile so it never touches a system
-# Docker. Installs docker.io first when it is missing. Idempotent: a daemon that
-# already answers is left alone. Prints the DOCKER_HOST to use.
+# Docker, and gVisor's runsc registered as the runtime "runsc" (built once,
+# see ensure_runsc in scripts/lib.sh). Installs docker.io first when it is
+# missing. Idempotent: a daemon that already answers is left alone. Prints
+# the DOCKER_HOST to use.
 set -eu
+. "$(dirname "$0")/../lib.sh"
 
 RUN=/run/drydock-test
 SOCK="$RUN/docker.sock"
@@ -42,9 +45,17 @@ if [ -f "$PIDFILE" ] && kill -0 "$(cat "$PIDFILE")" 2>/dev/null && ping_docker; 
 	exit 0
 fi
 
+# runsc sees the sandbox's bind-mounted unix sockets (toolboxd's, the
+# egress proxy's) only with --host-uds.
+RUNSC=$(ensure_runsc)
+cat >"$RUN/daemon.json" <<JSON
+{"runtimes": {"runsc": {"path": "$RUNSC", "runtimeArgs": ["--host-uds=all"]}}}
+JSON
+
 # A stale pidfile from a killed daemon makes dockerd refuse to start.
 rm -f "$PIDFILE" "$SOCK"
 nohup dockerd \
+	--config-file "$RUN/daemon.json" \
 	--host "$HOST" \
 	--data-root "$DATA" \
 	--exec-root "$RUN/exec" \

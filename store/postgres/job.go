@@ -30,7 +30,8 @@ const jobColumns = `id, owner_id, status, created_at, started_at, finished_at, e
 	input_key, input_size, egress_source,
 	repo, pushed_commit,
 	interactive, waiting_for, parent_job_id,
-	paused_at, paused_ms, pauses, paused_by, control_lease, control_by, control_expires_at`
+	paused_at, paused_ms, pauses, paused_by, control_lease, control_by, control_expires_at,
+	isolation`
 
 // listColumns is jobColumns without the sealed secrets, which only the
 // worker that runs a job needs (up to 128 KiB a job).
@@ -58,7 +59,8 @@ func scanJob(row pgx.Row) (*drydock.Job, error) {
 		&j.InputKey, &j.InputSize, &j.EgressSource,
 		&repo, &j.PushedCommit,
 		&j.Interactive, &j.WaitingFor, &j.ParentJobID,
-		&pausedAt, &pausedMS, &j.Pauses, &j.PausedBy, &j.ControlLease, &j.ControlBy, &controlExpires)
+		&pausedAt, &pausedMS, &j.Pauses, &j.PausedBy, &j.ControlLease, &j.ControlBy, &controlExpires,
+		&j.Isolation)
 	if err != nil {
 		return nil, err
 	}

@@ -151,17 +151,21 @@ func (s *Store) ExpireLeases(ctx context.Context, prefix, keep string) (int, err
 
 // UpdateProgress stores the totals a worker reports.
 func (s *Store) UpdateProgress(ctx context.Context, id, owner string, p drydock.JobProgress) error {
-	var sandbox *string
+	var sandbox, isolation *string
 	if p.SandboxID != nil {
 		sb := cleanText(*p.SandboxID)
 		sandbox = &sb
 	}
+	if p.Isolation != nil {
+		is := cleanText(*p.Isolation)
+		isolation = &is
+	}
 	return s.leaseUpdate(ctx, "update progress", id, owner, `UPDATE jobs SET steps = $3,
 			input_tokens = $4, output_tokens = $5, cache_read_tokens = $6, cache_write_tokens = $7, cost_usd = $8,
-			sandbox_id = COALESCE($9, sandbox_id)
+			sandbox_id = COALESCE($9, sandbox_id), isolation = COALESCE($10, isolation)
 		WHERE `+leaseHeld,
 		p.Steps, p.Usage.InputTokens, p.Usage.OutputTokens, p.Usage.CacheReadTokens, p.Usage.CacheWriteTokens,
-		p.Usage.CostUSD, sandbox)
+		p.Usage.CostUSD, sandbox, isolation)
 }
 
 // cleanText makes a string the server produced (an error, a summary)

@@ -172,16 +172,19 @@ func (s *Store) ExpireLeases(ctx context.Context, prefix, keep string) (int, err
 
 // UpdateProgress stores the totals a worker reports.
 func (s *Store) UpdateProgress(ctx context.Context, id, owner string, p drydock.JobProgress) error {
-	var sandbox any
+	var sandbox, isolation any
 	if p.SandboxID != nil {
 		sandbox = *p.SandboxID
 	}
+	if p.Isolation != nil {
+		isolation = *p.Isolation
+	}
 	return s.leaseUpdate(ctx, "update progress", id, owner, `UPDATE jobs SET steps = ?,
 			input_tokens = ?, output_tokens = ?, cache_read_tokens = ?, cache_write_tokens = ?, cost_usd = ?,
-			sandbox_id = COALESCE(?, sandbox_id)
+			sandbox_id = COALESCE(?, sandbox_id), isolation = COALESCE(?, isolation)
 		WHERE id = ? AND `+leaseHeld,
 		p.Steps, p.Usage.InputTokens, p.Usage.OutputTokens, p.Usage.CacheReadTokens, p.Usage.CacheWriteTokens,
-		p.Usage.CostUSD, sandbox, id, owner)
+		p.Usage.CostUSD, sandbox, isolation, id, owner)
 }
 
 // FinishJob ends a running job owned by owner and logs the transition.

@@ -254,14 +254,17 @@ func (s *suite) testUpdateProgress(t *testing.T) {
 	st := s.newStore(t)
 	mustCreate(t, st, newJob(t, "u"))
 	j := mustClaim(t, st, "w", time.Hour)
-	sandbox := "sb-123"
+	sandbox, isolation := "sb-123", drydock.IsolationGVisor
+	if got := mustGet(t, st, j.ID); got.Isolation != "" {
+		t.Fatalf("a job without a sandbox has isolation %q", got.Isolation)
+	}
 	usage := drydock.Usage{InputTokens: 1000, OutputTokens: 200, CacheReadTokens: 30, CacheWriteTokens: 4, CostUSD: 0.125}
-	if err := st.UpdateProgress(t.Context(), j.ID, "w", drydock.JobProgress{Steps: 3, Usage: usage, SandboxID: &sandbox}); err != nil {
+	if err := st.UpdateProgress(t.Context(), j.ID, "w", drydock.JobProgress{Steps: 3, Usage: usage, SandboxID: &sandbox, Isolation: &isolation}); err != nil {
 		t.Fatal(err)
 	}
 	got := mustGet(t, st, j.ID)
-	if got.Steps != 3 || got.Usage != usage || got.SandboxID != sandbox {
-		t.Fatalf("after UpdateProgress: steps %d usage %+v sandbox %q", got.Steps, got.Usage, got.SandboxID)
+	if got.Steps != 3 || got.Usage != usage || got.SandboxID != sandbox || got.Isolation != isolation {
+		t.Fatalf("after UpdateProgress: steps %d usage %+v sandbox %q isolation %q", got.Steps, got.Usage, got.SandboxID, got.Isolation)
 	}
 	// Totals replace the previous ones; a nil sandbox keeps the known one.
 	usage2 := drydock.Usage{InputTokens: 5000, OutputTokens: 900, CostUSD: 0.5}
@@ -269,8 +272,12 @@ func (s *suite) testUpdateProgress(t *testing.T) {
 		t.Fatal(err)
 	}
 	got = mustGet(t, st, j.ID)
-	if got.Steps != 7 || got.Usage != usage2 || got.SandboxID != sandbox {
-		t.Fatalf("after second UpdateProgress: steps %d usage %+v sandbox %q", got.Steps, got.Usage, got.SandboxID)
+	if got.Steps != 7 || got.Usage != usage2 || got.SandboxID != sandbox || got.Isolation != isolation {
+		t.Fatalf("after second UpdateProgress: steps %d usage %+v sandbox %q isolation %q", got.Steps, got.Usage, got.SandboxID, got.Isolation)
+	}
+	jobs, _, err := st.ListJobs(t.Context(), drydock.JobFilter{OwnerID: "u"})
+	if err != nil || len(jobs) != 1 || jobs[0].Isolation != isolation {
+		t.Fatalf("ListJobs: %v %v; want the job with its isolation", jobs, err)
 	}
 }
 

@@ -1,0 +1,138 @@
+package e2e_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/moby/moby/client"
+
+	"github.com/drydockhq/drydock"
+)
+
+// engineHasRunsc reports whether the Docker engine at host has gVisor's
+// runsc registered (scripts/testenv/docker-up.sh registers it).
+func engineHasRunsc(t *testing.T, host string) bool {
+	t.Helper()
+	cli, err := client.New(client.WithHost(host))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	info, err := cli.Info(t.Context(), client.InfoOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, ok := info.Info.Runtimes["runsc"]
+	return ok
+}
+
+// With --isolation gvisor a job's sandbox runs under gVisor on Docker: the
+// server's /readyz, the job's isolation field and its log say so, and the
+// sandbox's kernel is gVisor's (its syslog is gVisor's boot log).
+func TestJobRunsUnderGVisor(t *testing.T) {
+	t.Parallel()
+	host := os.Getenv("DRYDOCK_TEST_DOCKER_HOST")
+	if host == "" {
+		t.Skip("DRYDOCK_TEST_DOCKER_HOST not set: no Docker engine (make test starts one)")
+	}
+	if !engineHasRunsc(t, host) {
+		t.Skip("the test dockerd has no runsc runtime (scripts/testenv/docker-up.sh registers one)")
+	}
+	image := os.Getenv("DRYDOCK_TEST_IMAGE_HEADLESS")
+	if image == "" {
+		image = "drydock-sandbox:headless"
+	}
+	node := "e2e-gvisor-" + drydock.RandomHex(3)
+	s := newServer(t, "--node-id", node)
+	t.Cleanup(func() { destroyByServer(t, host, node) })
+	for i, a := range s.args {
+		if a == "local" && s.args[i-1] == "--runtime" {
+			s.args[i] = "docker"
+		}
+	}
+	s.args = append(s.args, "--docker-host", host, "--image-headless", image, "--isolation", "gvisor")
+	s.start()
+	if code, body := s.do("GET", "/readyz", "", ""); code != 200 || !strings.Contains(string(body), `"isolation":"gvisor"`) {
+		t.Fatalf("/readyz: %d %s", code, body)
+	}
+	id := s.schedule(`{"task": "notes [fake:steps=1] [fake:delay=10ms] [fake:hang]"}`)
+	var j *drydock.Job
+	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(200 * time.Millisecond) {
+		if j = s.status(id); j.Steps >= 1 || j.Status.Terminal() || time.Now().After(deadline) {
+			break
+		}
+	}
+	if j.Isolation != drydock.IsolationGVisor {
+		t.Fatalf("job %s (%s %q) shows isolation %q; want gvisor", id, j.Status, j.Error, j.Isolation)
+	}
+	var said bool
+	for _, ev := range s.events(id) {
+		var d struct {
+			Kind, Isolation string
+		}
+		json.Unmarshal(ev.Data, &d)
+		said = said || (ev.Type == drydock.EventLog && d.Kind == "sandbox" && d.Isolation == drydock.IsolationGVisor)
+	}
+	if !said {
+		t.Error("the job's log does not say its sandbox runs under gVisor")
+	}
+	out, err := exec.Command("docker", "-H", host, "ps", "-q", "--filter", "label="+drydock.LabelJob+"="+id).Output()
+	if err != nil || strings.TrimSpace(string(out)) == "" {
+		t.Fatalf("the job's container: %v %q", err, out)
+	}
+	kernel, err := exec.Command("docker", "-H", host, "exec", strings.TrimSpace(string(out)), "sh", "-c", "dmesg 2>&1").CombinedOutput()
+	if err != nil || !strings.Contains(string(kernel), "gVisor") {
+		t.Errorf("the sandbox's kernel log is not gVisor's: %v\n%s", err, kernel)
+	}
+	if code, body := s.do("POST", "/v1/jobs/"+id+"/cancel", "", ""); code != 202 {
+		t.Fatalf("cancel: %d %s", code, body)
+	}
+	if j, _ := s.waitTerminal(id, 2*time.Minute); j.Status != drydock.StatusCancelled || j.Isolation != drydock.IsolationGVisor {
+		t.Errorf("job ended %s with isolation %q", j.Status, j.Isolation)
+	}
+}
+
+// --isolation gvisor on an engine that cannot give gVisor (Podman's
+// service runs runc here) stops the server at start, saying how to get
+// it; auto starts it under runc and /readyz says why.
+func TestIsolationGVisorWithoutIt(t *testing.T) {
+	t.Parallel()
+	host := os.Getenv("DRYDOCK_TEST_PODMAN_HOST")
+	if host == "" {
+		t.Skip("DRYDOCK_TEST_PODMAN_HOST not set: no Podman service (make test starts one)")
+	}
+	image := os.Getenv("DRYDOCK_TEST_IMAGE_HEADLESS")
+	if image == "" {
+		image = "drydock-sandbox:headless"
+	}
+	args := func(mode string) []string {
+		return []string{"server", "--listen", "127.0.0.1:0", "--data-dir", t.TempDir(), "--runtime", "docker", "--docker-host", host,
+			"--image-headless", image, "--agent", "fake", "--isolation", mode}
+	}
+	// A server that started anyway would not return: bounded.
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binary, args("gvisor")...)
+	cmd.Env = append(os.Environ(), "DRYDOCK_TOKEN=", "DRYDOCK_URL=")
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "--isolation gvisor") || !strings.Contains(string(out), "containers.conf") {
+		t.Fatalf("server with --isolation gvisor on Podman without gVisor: %v\n%s", err, out)
+	}
+
+	s := newServer(t, "--isolation", "auto")
+	for i, a := range s.args {
+		if a == "local" && s.args[i-1] == "--runtime" {
+			s.args[i] = "docker"
+		}
+	}
+	s.args = append(s.args, "--docker-host", host, "--image-headless", image)
+	s.start()
+	if code, body := s.do("GET", "/readyz", "", ""); code != 200 || !strings.Contains(string(body), `"isolation":"runc"`) || !strings.Contains(string(body), "isolation_warning") {
+		t.Fatalf("/readyz under auto without gVisor: %d %s", code, body)
+	}
+}

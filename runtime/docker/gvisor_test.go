@@ -1,0 +1,76 @@
+package docker
+
+import (
+	"bytes"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/moby/moby/client"
+
+	"github.com/drydockhq/drydock"
+	"github.com/drydockhq/drydock/runtime/runtimetest"
+	"github.com/drydockhq/drydock/toolbox"
+)
+
+// requireRunsc skips unless the Docker engine at host has gVisor's runsc
+// registered as the runtime "runsc" (scripts/testenv/docker-up.sh
+// registers it).
+func requireRunsc(t *testing.T, host string) {
+	t.Helper()
+	cli, err := client.New(client.WithHost(host))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	info, err := cli.Info(t.Context(), client.InfoOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := info.Info.Runtimes["runsc"]; !ok {
+		t.Skipf("the engine at %s has no runtime named runsc (scripts/testenv/docker-up.sh builds gVisor's runsc and registers it)", host)
+	}
+}
+
+// The runtime conformance suite with the sandboxes under gVisor (issue
+// 17): the real image, OCIRuntime runsc on Docker. A sandbox's kernel
+// answers as gVisor's (its syslog is gVisor's boot log), which tells that
+// the engine did not fall back to runc.
+func TestConformanceUnderGVisor(t *testing.T) {
+	t.Parallel()
+	img := os.Getenv("DRYDOCK_TEST_IMAGE")
+	if img == "" {
+		t.Skip("DRYDOCK_TEST_IMAGE is not set; build one with drydock image build")
+	}
+	s := setup{host: requireEngine(t, "DRYDOCK_TEST_DOCKER_HOST"), image: img, ociRuntime: "runsc"}
+	requireRunsc(t, s.host)
+
+	t.Run("kernel", func(t *testing.T) {
+		rt := s.newRuntime(t)
+		sb, err := rt.Create(t.Context(), drydock.SandboxSpec{JobID: "gvisor-" + drydock.RandomHex(4), Image: img})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rt.Destroy(t.Context(), sb.ID)
+		c := toolbox.New(sb.Endpoint, sb.Token)
+		defer c.Close()
+		var out bytes.Buffer
+		for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
+			out.Reset()
+			res, err := c.Exec(t.Context(), toolbox.ExecRequest{Command: "dmesg 2>&1; cat /proc/version"}, &out, &out)
+			if err == nil && res.ExitCode == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("exec in the gVisor sandbox: %v %q", err, out.String())
+			}
+		}
+		if !strings.Contains(out.String(), "gVisor") {
+			t.Fatalf("the sandbox's kernel is not gVisor's:\n%s", out.String())
+		}
+	})
+	t.Run("conformance", func(t *testing.T) {
+		runtimetest.Run(t, func(t *testing.T) drydock.Runtime { return s.newRuntime(t) }, runtimetest.Options{Image: img, ReadyTimeout: time.Minute})
+	})
+}

@@ -1,0 +1,145 @@
+package docker
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/client"
+
+	"github.com/drydockhq/drydock"
+)
+
+// Isolation modes (drydock server --isolation).
+const (
+	// ModeAuto runs sandboxes under gVisor when the engine offers it, and
+	// under runc otherwise.
+	ModeAuto = "auto"
+	// ModeGVisor runs them under gVisor or not at all.
+	ModeGVisor = "gvisor"
+	// ModeRunc runs them under the engine's default runtime.
+	ModeRunc = "runc"
+)
+
+// podmanHow says how Podman's sandboxes get gVisor.
+const podmanHow = "the Podman service's default runtime is not gVisor (Podman's Docker-compatible API takes no runtime per container): register runsc in containers.conf ([engine.runtimes] runsc = [\"/path/to/runsc\"], with --host-uds=all through a wrapper script) and set [engine] runtime = \"runsc\", then restart the service"
+
+// gvisorRuntime is the name gVisor's runsc is registered under.
+const gvisorRuntime = "runsc"
+
+// probeTimeout bounds the container ResolveIsolation starts.
+const probeTimeout = time.Minute
+
+// ResolveIsolation decides what the runtime's sandboxes run under for
+// mode, checks it with a container of image, and returns the isolation
+// (drydock.IsolationGVisor or IsolationRunc) and, when auto fell back to
+// runc, why. gVisor is checked by what the container's kernel says, not by
+// the engine's configuration alone: Podman lists runtimes it has not got,
+// and its Docker-compatible API ignores a container's runtime, so there
+// only the service's default runtime counts.
+func (r *Runtime) ResolveIsolation(ctx context.Context, mode, image string) (isolation, fallback string, err error) {
+	switch mode {
+	case ModeRunc, ModeAuto, ModeGVisor:
+	default:
+		return "", "", drydock.Errorf(drydock.EINVALID, "isolation %q is not one of auto, gvisor, runc", mode)
+	}
+	podman, err := r.isPodman(ctx)
+	if err != nil {
+		return "", "", err
+	}
+	info, err := r.cli.Info(ctx, client.InfoOptions{})
+	if err != nil {
+		return "", "", engineError("engine info", err)
+	}
+	// Podman runs every container under its service's default runtime.
+	podmanGVisor := podman && info.Info.DefaultRuntime == gvisorRuntime
+	want := ""
+	if mode == ModeRunc {
+		r.setIsolation("", drydock.IsolationRunc)
+		if podmanGVisor {
+			// runc cannot be had there: say what the sandboxes get.
+			if ok, _ := r.probeGVisor(ctx, image, ""); ok {
+				r.setIsolation("", drydock.IsolationGVisor)
+			}
+		}
+		return r.isolation, "", nil
+	}
+	if podman && !podmanGVisor {
+		return r.fallback(mode, podmanHow)
+	}
+	if !podman {
+		if _, ok := info.Info.Runtimes[gvisorRuntime]; !ok {
+			why := "the Docker engine has no runtime named runsc: build gVisor's runsc statically (CGO_ENABLED=0 go install gvisor.dev/gvisor/runsc@VERSION), register it in the daemon's daemon.json as {\"runtimes\": {\"runsc\": {\"path\": \"/path/to/runsc\", \"runtimeArgs\": [\"--host-uds=all\"]}}} and reload dockerd (SIGHUP); make run does this"
+			return r.fallback(mode, why)
+		}
+		want = gvisorRuntime
+	}
+	ok, err := r.probeGVisor(ctx, image, want)
+	switch {
+	case err != nil:
+		return r.fallback(mode, "a container under gVisor did not run: "+drydock.ErrorMessage(err))
+	case !ok && podman:
+		return r.fallback(mode, podmanHow)
+	case !ok:
+		return r.fallback(mode, "a container asked to run under runsc did not report gVisor's kernel")
+	}
+	r.setIsolation(want, drydock.IsolationGVisor)
+	return drydock.IsolationGVisor, "", nil
+}
+
+// fallback ends ResolveIsolation without gVisor: an error for ModeGVisor,
+// runc with the reason for auto.
+func (r *Runtime) fallback(mode, why string) (string, string, error) {
+	if mode == ModeGVisor {
+		return "", "", drydock.Errorf(drydock.EINVALID, "--isolation gvisor: %s", why)
+	}
+	r.setIsolation("", drydock.IsolationRunc)
+	return drydock.IsolationRunc, why, nil
+}
+
+func (r *Runtime) setIsolation(ociRuntime, isolation string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.opts.OCIRuntime, r.isolation = ociRuntime, isolation
+}
+
+// probeGVisor runs a container of image under ociRuntime ("" for the
+// engine's default) and reports whether its kernel is gVisor's: gVisor's
+// syslog is its own boot log, which names it.
+func (r *Runtime) probeGVisor(ctx context.Context, image, ociRuntime string) (bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	defer cancel()
+	name := "drydock-isolation-probe-" + drydock.RandomHex(6)
+	cfg := &container.Config{
+		Image:      image,
+		Entrypoint: []string{"/bin/sh", "-c", "dmesg 2>/dev/null | grep -q gVisor"},
+		Labels:     map[string]string{"drydock.probe": "isolation"},
+	}
+	hc := &container.HostConfig{NetworkMode: "none", Runtime: ociRuntime, CapDrop: []string{"ALL"}, SecurityOpt: []string{"no-new-privileges"}}
+	if _, err := r.cli.ContainerCreate(ctx, client.ContainerCreateOptions{Name: name, Config: cfg, HostConfig: hc}); err != nil {
+		if cerrdefs.IsNotFound(err) {
+			return false, drydock.Errorf(drydock.EINVALID, "sandbox image %s not found (build it with drydock image build)", image)
+		}
+		return false, engineError("create the isolation probe", err)
+	}
+	defer func() {
+		rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer rcancel()
+		_, _ = r.cli.ContainerRemove(rctx, name, client.ContainerRemoveOptions{Force: true})
+	}()
+	wait := r.cli.ContainerWait(ctx, name, client.ContainerWaitOptions{Condition: container.WaitConditionNextExit})
+	if _, err := r.cli.ContainerStart(ctx, name, client.ContainerStartOptions{}); err != nil {
+		return false, engineError("start the isolation probe", err)
+	}
+	select {
+	case res := <-wait.Result:
+		if res.Error != nil {
+			return false, fmt.Errorf("isolation probe: %s", res.Error.Message)
+		}
+		return res.StatusCode == 0, nil
+	case err := <-wait.Error:
+		return false, engineError("wait for the isolation probe", err)
+	}
+}
