@@ -62,6 +62,7 @@ func printStatus(w io.Writer, j *drydock.Job, color bool, now time.Time) error {
 	row("Task", truncate(firstLine(j.Task), 100))
 	row("Model", j.Model)
 	row("Profile", string(j.Profile))
+	row("Isolation", j.Isolation)
 	row("Repository", repoLine(j.Repo))
 	row("Pushed", j.PushedCommit)
 	row("Follows up", j.ParentJobID)
