@@ -4,7 +4,6 @@
 package scripts_test
 
 import (
-	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -115,7 +114,6 @@ func setup(t *testing.T) *env {
 		"DRYDOCK_RUN_DIR="+e.runDir,
 		"DOCKERD_LOG="+filepath.Join(dir, "dockerd.log"),
 		"FAKE_DOCKERD_DIR="+dir,
-		"DRYDOCK_RUNSC_PATH=/opt/test/runsc",
 	)
 	return e
 }
@@ -161,23 +159,6 @@ func TestMakeRunDockerdHasLiveRestoreAndMakeStopStopsIt(t *testing.T) {
 	}
 	if !strings.Contains(out, "make stop") {
 		t.Errorf("start_dockerd does not say how to stop dockerd:\n%s", out)
-	}
-	// gVisor's runsc is registered, so that --isolation auto finds it.
-	config := filepath.Join(e.runDir, "daemon.json")
-	if i := slices.Index(args, "--config-file"); i < 0 || i+1 >= len(args) || args[i+1] != config {
-		t.Errorf("dockerd's config is not %s: %q", config, args)
-	}
-	var daemon struct {
-		Runtimes map[string]struct {
-			Path        string   `json:"path"`
-			RuntimeArgs []string `json:"runtimeArgs"`
-		} `json:"runtimes"`
-	}
-	if b, err := os.ReadFile(config); err != nil || json.Unmarshal(b, &daemon) != nil {
-		t.Fatalf("daemon.json: %v %s", err, b)
-	}
-	if rs := daemon.Runtimes["runsc"]; rs.Path != "/opt/test/runsc" || !slices.Contains(rs.RuntimeArgs, "--host-uds=all") {
-		t.Errorf("daemon.json registers runsc as %+v", rs)
 	}
 	b, err := os.ReadFile(pidfile)
 	if err != nil {

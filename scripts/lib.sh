@@ -73,18 +73,12 @@ start_dockerd() {
 	mkdir -p "$DRYDOCK_RUN_DIR" "$(dirname "$DOCKERD_LOG")"
 	# dockerd refuses to start over a pidfile whose pid is alive.
 	our_dockerd >/dev/null || rm -f "$DOCKERD_PIDFILE"
-	# gVisor's runsc as the runtime "runsc", which the server's --isolation
-	# auto (its default) then uses; --host-uds lets the sandbox reach the
-	# unix sockets Drydock bind-mounts (toolboxd's, the egress proxy's).
-	local runsc config="$DRYDOCK_RUN_DIR/daemon.json"
-	if runsc=$(ensure_runsc); then
-		printf '{"runtimes": {"runsc": {"path": "%s", "runtimeArgs": ["--host-uds=all"]}}}\n' "$runsc" >"$config"
-	else
-		log "gVisor's runsc could not be built: sandboxes will run under runc (see the server's warning)"
-		echo '{}' >"$config"
-	fi
+	# gVisor's runsc is not registered here yet: under it the fork and
+	# memory bombs end the sandbox instead of being contained, and egress,
+	# Jupyter and the live desktop are untested (issue 17). The server's
+	# --isolation auto then runs sandboxes under runc and says so.
 	log "starting dockerd --live-restore on $host (log: $DOCKERD_LOG)"
-	nohup "${DOCKERD:-dockerd}" --config-file "$config" --host "$host" --live-restore --pidfile "$DOCKERD_PIDFILE" \
+	nohup "${DOCKERD:-dockerd}" --host "$host" --live-restore --pidfile "$DOCKERD_PIDFILE" \
 		>"$DOCKERD_LOG" 2>&1 </dev/null &
 	echo "$host" >"$DOCKERD_HOSTFILE"
 	for _ in $(seq 120); do

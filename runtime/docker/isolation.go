@@ -71,7 +71,7 @@ func (r *Runtime) ResolveIsolation(ctx context.Context, mode, image string) (iso
 	}
 	if !podman {
 		if _, ok := info.Info.Runtimes[gvisorRuntime]; !ok {
-			why := "the Docker engine has no runtime named runsc: build gVisor's runsc statically (CGO_ENABLED=0 go install gvisor.dev/gvisor/runsc@VERSION), register it in the daemon's daemon.json as {\"runtimes\": {\"runsc\": {\"path\": \"/path/to/runsc\", \"runtimeArgs\": [\"--host-uds=all\"]}}} and reload dockerd (SIGHUP); make run does this"
+			why := "the Docker engine has no runtime named runsc: build gVisor's runsc statically (CGO_ENABLED=0 go install gvisor.dev/gvisor/runsc@VERSION), register it in the daemon's daemon.json as {\"runtimes\": {\"runsc\": {\"path\": \"/path/to/runsc\", \"runtimeArgs\": [\"--host-uds=all\"]}}} and reload dockerd (SIGHUP)"
 			return r.fallback(mode, why)
 		}
 		want = gvisorRuntime
