@@ -136,32 +136,11 @@ func (s *Server) followUp(w http.ResponseWriter, r *http.Request, parent *drydoc
 		s.writeError(w, r, err)
 		return
 	}
-	if keyed {
-		var (
-			stored *drydock.Job
-			fresh  bool
-		)
-		// The parent is part of what the request asks for: the same
-		// message to another job is another request.
-		stored, fresh, err = s.createOnce(w, r, job, key, fpSpec, []byte("follow-up of "+parent.ID))
-		if err == nil {
-			if !fresh {
-				s.dropInput(job)
-			}
-			job = stored
-		}
-	} else if err = s.store.CreateJob(r.Context(), job); err == nil {
-		s.queue.Notify()
+	// The parent is part of what the request asks for: the same message to
+	// another job is another request.
+	if job = s.commit(w, r, job, key, keyed, fpSpec, []byte("follow-up of "+parent.ID)); job != nil {
+		s.log.Info("follow-up job created", "job_id", job.ID, "parent_job_id", parent.ID, "owner", job.OwnerID)
 	}
-	if err != nil {
-		s.dropInput(job)
-		s.writeError(w, r, fmt.Errorf("create follow-up job: %w", err))
-		return
-	}
-	s.log.Info("follow-up job created", "job_id", job.ID, "parent_job_id", parent.ID, "owner", job.OwnerID)
-	s.decorate(r, job)
-	w.Header().Set("Location", job.StatusURL)
-	writeJSON(w, http.StatusCreated, job)
 }
 
 // spec is the follow-up's job spec: the parent's, with the message as the

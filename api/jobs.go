@@ -101,17 +101,28 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	// After sealSecrets: a request with secrets that this server cannot
+	// seal is refused before its fingerprint is made.
+	s.commit(w, r, job, key, keyed, spec, in.digestOrNil())
+}
+
+// commit stores a new job, under the caller's Idempotency-Key when keyed
+// (spec and input are what the key's fingerprint is made of), and answers
+// 201 with it, or with the job an earlier request under the key created.
+// The job's input archive is dropped when the job is not created, or when
+// the earlier request's job (which has its own) is returned. It returns
+// the job answered, nil when it answered an error.
+func (s *Server) commit(w http.ResponseWriter, r *http.Request, job *drydock.Job, key string, keyed bool, spec drydock.JobSpec, input []byte) *drydock.Job {
+	var err error
 	if keyed {
-		// After sealSecrets: a request with secrets that this server cannot
-		// seal is refused before its fingerprint is made.
 		var (
 			stored *drydock.Job
 			fresh  bool
 		)
-		stored, fresh, err = s.createOnce(w, r, job, key, spec, in.digestOrNil())
+		stored, fresh, err = s.createOnce(w, r, job, key, spec, input)
 		if err == nil {
 			if !fresh {
-				s.dropInput(job) // the earlier request's job has its own
+				s.dropInput(job)
 			}
 			job = stored
 		}
@@ -121,11 +132,12 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		s.dropInput(job)
 		s.writeError(w, r, fmt.Errorf("create job: %w", err))
-		return
+		return nil
 	}
 	s.decorate(r, job)
 	w.Header().Set("Location", job.StatusURL)
 	writeJSON(w, http.StatusCreated, job)
+	return job
 }
 
 // readSpec decodes and checks the JSON body of a job creation.

@@ -77,11 +77,9 @@ func (c *FollowUpCmd) Run(g *Globals) error {
 	if err != nil {
 		return err
 	}
-	key := c.Key
-	if key == "" {
-		key = client.NewIdempotencyKey()
-	} else if err := drydock.CheckIdempotencyKey(key); err != nil {
-		return fmt.Errorf("--idempotency-key: %s", drydock.ErrorMessage(err))
+	key, err := idempotencyKey(c.Key)
+	if err != nil {
+		return err
 	}
 	ctx, interrupted, stop := g.signalContext()
 	defer stop()

@@ -84,13 +84,9 @@ func (c *ScheduleCmd) Run(g *Globals) error {
 	if err != nil {
 		return err
 	}
-	// The key is chosen here, not by the SDK, so that every message about
-	// an unknown outcome can name it.
-	key := c.Key
-	if key == "" {
-		key = client.NewIdempotencyKey()
-	} else if err := drydock.CheckIdempotencyKey(key); err != nil {
-		return fmt.Errorf("--idempotency-key: %s", drydock.ErrorMessage(err))
+	key, err := idempotencyKey(c.Key)
+	if err != nil {
+		return err
 	}
 	ctx, interrupted, stop := g.signalContext()
 	defer stop()
@@ -234,4 +230,16 @@ func failed(j *drydock.Job) error {
 		return fmt.Errorf("job %s was cancelled", safe(j.ID))
 	}
 	return nil
+}
+
+// idempotencyKey is --idempotency-key, or a new key. The CLI, not the SDK,
+// chooses it, so that every message about an unknown outcome can name it.
+func idempotencyKey(flag string) (string, error) {
+	if flag == "" {
+		return client.NewIdempotencyKey(), nil
+	}
+	if err := drydock.CheckIdempotencyKey(flag); err != nil {
+		return "", fmt.Errorf("--idempotency-key: %s", drydock.ErrorMessage(err))
+	}
+	return flag, nil
 }
