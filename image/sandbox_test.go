@@ -143,7 +143,10 @@ printf 'const s: string = 1;\n' > bad.ts; tsc --noEmit bad.ts || echo "tsc refus
 	// titled after the page.
 	bash(`printf '<title>drydock-browser-check</title><h1>hello</h1>' > /workspace/page.html
 (chromium file:///workspace/page.html >/tmp/chromium.log 2>&1 &)`)
-	res, err := c.Run(ctx, "agent", toolbox.RunRequest{Command: `timeout 90 xdotool search --sync --onlyvisible --name drydock-browser-check >/dev/null && echo window-found || { tail -20 /tmp/chromium.log; exit 1; }`,
+	// Searched again each second rather than with --sync: xdotool gives
+	// up (BadWindow) when a window it walks is destroyed meanwhile, which
+	// Chromium's short-lived windows at start do now and then.
+	res, err := c.Run(ctx, "agent", toolbox.RunRequest{Command: `for i in $(seq 90); do xdotool search --onlyvisible --name drydock-browser-check >/dev/null 2>&1 && { echo window-found; exit 0; }; sleep 1; done; tail -20 /tmp/chromium.log; exit 1`,
 		Timeout: drydock.Duration(2 * time.Minute), IdleTimeout: drydock.Duration(2 * time.Minute)})
 	if err != nil {
 		t.Fatal(err)
