@@ -90,7 +90,7 @@ func freeAddr(t *testing.T) string {
 // newServer prepares a server on a fresh data dir with the local runtime.
 func newServer(t *testing.T, extra ...string) *server {
 	t.Helper()
-	s := &server{t: t, dataDir: t.TempDir(), addr: freeAddr(t)}
+	s := &server{t: t, dataDir: dataDir(t), addr: freeAddr(t)}
 	// A node id of its own: the default (host name and port) could repeat
 	// when a port is reused, and servers sharing an engine reap each other's
 	// sandboxes by node id.
@@ -102,6 +102,30 @@ func newServer(t *testing.T, extra ...string) *server {
 		}
 	}
 	return s
+}
+
+// dataDir is a temporary directory removed at the end of the test, retrying
+// for a while: after a kill -9 the commands the local runtime started (a git
+// taking the diff's baseline, say) live on in their own process groups and
+// may still be writing into their sandbox for a moment, which makes
+// t.TempDir's single RemoveAll fail with "directory not empty".
+func dataDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "drydock-e2e-data")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		var err error
+		for range 50 {
+			if err = os.RemoveAll(dir); err == nil {
+				return
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		t.Errorf("remove data dir: %v", err)
+	})
+	return dir
 }
 
 func (s *server) url() string { return "http://" + s.addr }
