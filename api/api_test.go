@@ -577,11 +577,11 @@ func TestTrajectoryExport(t *testing.T) {
 	if resp.StatusCode != 200 {
 		t.Fatalf("%d %s", resp.StatusCode, data)
 	}
-	var tr api.Trajectory
+	var tr drydock.Trajectory
 	if err := json.Unmarshal(data, &tr); err != nil {
 		t.Fatal(err)
 	}
-	if tr.Format != api.TrajectoryFormat || tr.Job.ID != job.ID || len(tr.Events) != 1501 {
+	if tr.Format != drydock.TrajectoryFormat || tr.Job.ID != job.ID || len(tr.Events) != 1501 {
 		t.Fatalf("format %q job %s, %d events", tr.Format, tr.Job.ID, len(tr.Events))
 	}
 	for i, e := range tr.Events {

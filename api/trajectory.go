@@ -8,18 +8,6 @@ import (
 	"github.com/drydockhq/drydock"
 )
 
-// TrajectoryFormat names the layout of an exported trajectory; `drydock
-// replay` refuses other formats.
-const TrajectoryFormat = "drydock.trajectory/v1"
-
-// Trajectory is a job with its whole event log: what `drydock replay` and
-// offline analysis read.
-type Trajectory struct {
-	Format string           `json:"format"`
-	Job    *drydock.Job     `json:"job"`
-	Events []*drydock.Event `json:"events"`
-}
-
 // handleTrajectory streams {"format", "job", "events": [...]} page by page,
 // so a long job's log is never held whole in memory.
 func (s *Server) handleTrajectory(w http.ResponseWriter, r *http.Request) {
@@ -32,7 +20,7 @@ func (s *Server) handleTrajectory(w http.ResponseWriter, r *http.Request) {
 	jb, _ := json.Marshal(job)
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="%s.trajectory.json"`, job.ID))
-	fmt.Fprintf(w, `{"format":%q,"job":%s,"events":[`, TrajectoryFormat, jb)
+	fmt.Fprintf(w, `{"format":%q,"job":%s,"events":[`, drydock.TrajectoryFormat, jb)
 	first := true
 	for after := int64(0); ; {
 		events, err := s.store.ListEvents(r.Context(), job.ID, after, 1000)

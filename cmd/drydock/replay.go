@@ -17,7 +17,6 @@ import (
 	"github.com/drydockhq/drydock"
 	"github.com/drydockhq/drydock/agent/tools"
 	"github.com/drydockhq/drydock/agent/transcript"
-	"github.com/drydockhq/drydock/api"
 	"github.com/drydockhq/drydock/llm"
 	"github.com/drydockhq/drydock/runtime/docker"
 	localrt "github.com/drydockhq/drydock/runtime/local"
@@ -224,7 +223,7 @@ func (c *ReplayCmd) Run(g *Globals) error {
 }
 
 // load reads the trajectory from the file, standard input or the server.
-func (c *ReplayCmd) load(ctx context.Context, g *Globals) (*api.Trajectory, error) {
+func (c *ReplayCmd) load(ctx context.Context, g *Globals) (*drydock.Trajectory, error) {
 	var (
 		r    io.Reader
 		name string
@@ -247,12 +246,12 @@ func (c *ReplayCmd) load(ctx context.Context, g *Globals) (*api.Trajectory, erro
 		defer f.Close()
 		r, name = f, c.Trajectory
 	}
-	var tr api.Trajectory
+	var tr drydock.Trajectory
 	if err := json.NewDecoder(r).Decode(&tr); err != nil {
 		return nil, fmt.Errorf("read %s: %w (a trajectory is the JSON of GET /v1/jobs/{id}/trajectory)", name, err)
 	}
-	if tr.Format != api.TrajectoryFormat {
-		return nil, fmt.Errorf("%s is not a %s trajectory (format %q)", name, api.TrajectoryFormat, tr.Format)
+	if tr.Format != drydock.TrajectoryFormat {
+		return nil, fmt.Errorf("%s is not a %s trajectory (format %q)", name, drydock.TrajectoryFormat, tr.Format)
 	}
 	if tr.Job == nil {
 		return nil, fmt.Errorf("%s has no job", name)

@@ -14,7 +14,6 @@ import (
 	"github.com/drydockhq/drydock"
 	"github.com/drydockhq/drydock/agent/tools"
 	"github.com/drydockhq/drydock/agent/transcript"
-	"github.com/drydockhq/drydock/api"
 	"github.com/drydockhq/drydock/llm"
 )
 
@@ -45,12 +44,12 @@ func replayRun(t *testing.T, stdin string, args ...string) (stdout, stderr strin
 // turn, then per call a tool_call event and (unless obs is nil) its
 // observation.
 type trajectory struct {
-	tr   api.Trajectory
+	tr   drydock.Trajectory
 	step int
 }
 
 func newTrajectory(id string) *trajectory {
-	return &trajectory{tr: api.Trajectory{Format: api.TrajectoryFormat, Job: &drydock.Job{ID: id, Status: drydock.StatusComplete, JobSpec: drydock.JobSpec{Task: "test task", Profile: drydock.ProfileHeadless}}}}
+	return &trajectory{tr: drydock.Trajectory{Format: drydock.TrajectoryFormat, Job: &drydock.Job{ID: id, Status: drydock.StatusComplete, JobSpec: drydock.JobSpec{Task: "test task", Profile: drydock.ProfileHeadless}}}}
 }
 
 func (b *trajectory) event(typ drydock.EventType, v any) {
