@@ -8,16 +8,11 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 
 	"github.com/drydockhq/drydock"
 )
 
 var _ drydock.ArtifactStore = (*Store)(nil)
-
-// keyPattern keeps keys to flat, safe file names: keys come from job ids, but
-// a store must not trust its callers to keep paths inside the directory.
-var keyPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,200}$`)
 
 // Store keeps artifacts as files in Dir.
 type Store struct {
@@ -33,8 +28,8 @@ func New(dir string) (*Store, error) {
 }
 
 func (s *Store) path(key string) (string, error) {
-	if !keyPattern.MatchString(key) || key == "." || key == ".." {
-		return "", drydock.Errorf(drydock.EINVALID, "invalid artifact key %q", key)
+	if err := drydock.CheckArtifactKey(key); err != nil {
+		return "", err
 	}
 	return filepath.Join(s.Dir, key), nil
 }

@@ -1,6 +1,7 @@
 package s3
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -8,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"regexp"
 	"strings"
 
 	"github.com/minio/minio-go/v7"
@@ -25,10 +25,6 @@ const DefaultPartSize = 16 << 20
 
 // minPartSize is S3's smallest part but the last.
 const minPartSize = 5 << 20
-
-// keyPattern keeps keys to the flat, safe names the local store accepts,
-// so that both stores take the same keys.
-var keyPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,200}$`)
 
 // Options configures a Store.
 type Options struct {
@@ -172,8 +168,8 @@ func New(ctx context.Context, o Options) (*Store, error) {
 func (s *Store) Client() *minio.Client { return s.cli }
 
 func (s *Store) object(key string) (string, error) {
-	if !keyPattern.MatchString(key) {
-		return "", drydock.Errorf(drydock.EINVALID, "invalid artifact key %q", key)
+	if err := drydock.CheckArtifactKey(key); err != nil {
+		return "", err
 	}
 	if s.prefix == "" {
 		return key, nil
@@ -188,9 +184,24 @@ func (s *Store) Put(ctx context.Context, key string, r io.Reader) (int64, error)
 	if err != nil {
 		return 0, err
 	}
-	info, err := s.cli.PutObject(ctx, s.bucket, name, ctxReader{ctx, r}, -1, minio.PutObjectOptions{
-		ContentType: "application/gzip",
-		PartSize:    s.part,
+	// An empty blob (the diff of a job that changed nothing) is sent as
+	// size 0 and unsigned: as a stream of unknown length, or signed with
+	// minio-go's streaming signature over plain HTTP, it goes chunked with
+	// no Content-Length, which the S3 API refuses (MissingContentLength).
+	size, body := int64(-1), io.Reader(ctxReader{ctx, r})
+	var first [1]byte
+	switch n, err := io.ReadFull(body, first[:]); {
+	case err == io.EOF:
+		size, body = 0, bytes.NewReader(nil)
+	case err != nil:
+		return 0, fmt.Errorf("put artifact %s: %w", key, err)
+	default:
+		body = io.MultiReader(bytes.NewReader(first[:n]), body)
+	}
+	info, err := s.cli.PutObject(ctx, s.bucket, name, body, size, minio.PutObjectOptions{
+		ContentType:          "application/gzip",
+		PartSize:             s.part,
+		DisableContentSha256: size == 0,
 	})
 	if err != nil {
 		return 0, storeError(fmt.Sprintf("put artifact %s", key), err)
