@@ -2,10 +2,6 @@ package drydock
 
 import "time"
 
-// EKEYREUSED is the code of a request that repeats an idempotency key with a
-// different request (422 in the API).
-const EKEYREUSED = "idempotency_key_reused"
-
 // MaxIdempotencyKeyLen bounds an idempotency key, in bytes.
 const MaxIdempotencyKeyLen = 255
 

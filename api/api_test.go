@@ -120,7 +120,7 @@ func (b *bundle) schedule(t *testing.T, token, body string) *drydock.Job {
 
 func errorCode(t *testing.T, data []byte) string {
 	t.Helper()
-	var e api.ErrorBody
+	var e drydock.ErrorBody
 	if err := json.Unmarshal(data, &e); err != nil {
 		t.Fatalf("error body is not JSON: %q", data)
 	}

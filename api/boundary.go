@@ -32,10 +32,6 @@ import (
 // Request bodies are checked per route (handleBodies): only JSON, so that
 // no body a form can send without a CORS preflight reaches a handler.
 
-// eMisdirected is the code of requests for a host this server does not
-// serve (421).
-const eMisdirected = "misdirected_request"
-
 type hostKey struct{}
 
 // acceptedHost is the Host the boundary accepted for this request; links
@@ -55,7 +51,7 @@ func (s *Server) admit(r *http.Request) (*http.Request, error) {
 	host := r.Host
 	if s.cfg.DevMode && !s.servesHost(host) {
 		s.log.Warn("refused a request for a foreign host name (DNS rebinding?)", "host", host, "method", r.Method, "path", r.URL.Path)
-		return nil, drydock.Errorf(eMisdirected, "this server listens on loopback and answers only requests for localhost or a loopback address, not for host %q; to reach it under another name, start it with --public-url (or --live-url) naming that host", host)
+		return nil, drydock.Errorf(drydock.EMISDIRECTED, "this server listens on loopback and answers only requests for localhost or a loopback address, not for host %q; to reach it under another name, start it with --public-url (or --live-url) naming that host", host)
 	}
 	if host == "" {
 		// HTTP/1.0 without a Host: links name the address the request came
@@ -254,14 +250,14 @@ func (s *Server) checkBody(media []string, next http.Handler) http.Handler {
 func bodyType(ct string, media []string) error {
 	want := strings.Join(media, " or ")
 	if ct == "" {
-		return drydock.Errorf(eUnsupportedMedia, "the request has a body but no Content-Type; send 'Content-Type: %s' (curl: -H 'Content-Type: application/json', or --json)", want)
+		return drydock.Errorf(drydock.EUNSUPPORTEDMEDIA, "the request has a body but no Content-Type; send 'Content-Type: %s' (curl: -H 'Content-Type: application/json', or --json)", want)
 	}
 	mt, params, err := mime.ParseMediaType(ct)
 	if err != nil || !slices.Contains(media, mt) {
-		return drydock.Errorf(eUnsupportedMedia, "Content-Type %q is not accepted here; send %s (curl: -H 'Content-Type: application/json', or --json)", ct, want)
+		return drydock.Errorf(drydock.EUNSUPPORTEDMEDIA, "Content-Type %q is not accepted here; send %s (curl: -H 'Content-Type: application/json', or --json)", ct, want)
 	}
 	if cs, ok := params["charset"]; ok && mt == mediaJSON && !strings.EqualFold(cs, "utf-8") && !strings.EqualFold(cs, "utf8") {
-		return drydock.Errorf(eUnsupportedMedia, "charset %q is not accepted: JSON bodies are UTF-8", cs)
+		return drydock.Errorf(drydock.EUNSUPPORTEDMEDIA, "charset %q is not accepted: JSON bodies are UTF-8", cs)
 	}
 	return nil
 }

@@ -454,7 +454,7 @@ func TestEmptyEgressBodyNamesTheEgressList(t *testing.T) {
 
 func errorMessage(t *testing.T, data []byte) string {
 	t.Helper()
-	var e api.ErrorBody
+	var e drydock.ErrorBody
 	if err := json.Unmarshal(data, &e); err != nil {
 		t.Fatalf("error body is not JSON: %q", data)
 	}

@@ -9,53 +9,17 @@ import (
 	"github.com/drydockhq/drydock"
 )
 
-// Codes that only the HTTP layer produces.
-const (
-	eMethodNotAllowed = "method_not_allowed"
-	eUnsupportedMedia = "unsupported_media_type"
-)
-
-// statusOf is the one table from error codes to HTTP statuses.
-var statusOf = map[string]int{
-	drydock.EINVALID:        http.StatusBadRequest,
-	drydock.EUNAUTHORIZED:   http.StatusUnauthorized,
-	drydock.EFORBIDDEN:      http.StatusForbidden,
-	drydock.ENOTFOUND:       http.StatusNotFound,
-	eMethodNotAllowed:       http.StatusMethodNotAllowed,
-	eMisdirected:            http.StatusMisdirectedRequest,
-	drydock.ECONFLICT:       http.StatusConflict,
-	drydock.ELEASELOST:      http.StatusConflict,
-	drydock.EKEYREUSED:      http.StatusUnprocessableEntity,
-	drydock.ETOOLARGE:       http.StatusRequestEntityTooLarge,
-	eUnsupportedMedia:       http.StatusUnsupportedMediaType,
-	eTooMany:                http.StatusTooManyRequests,
-	drydock.EINTERNAL:       http.StatusInternalServerError,
-	drydock.ENOTIMPLEMENTED: http.StatusNotImplemented,
-	drydock.EUNAVAILABLE:    http.StatusServiceUnavailable,
-}
-
-// ErrorBody is the JSON shape of every error answer.
-type ErrorBody struct {
-	Error struct {
-		Code    string `json:"code"`
-		Message string `json:"message"`
-	} `json:"error"`
-}
-
 // writeError answers with err's code and user-facing message. Internal
 // details go to the log only.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	code := drydock.ErrorCode(err)
-	status, ok := statusOf[code]
-	if !ok {
-		status = http.StatusInternalServerError
-	}
+	status := drydock.HTTPStatus(code)
 	if status >= 500 {
 		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 	} else if errors.Is(err, errClientGone) {
 		return
 	}
-	var body ErrorBody
+	var body drydock.ErrorBody
 	body.Error.Code = code
 	body.Error.Message = drydock.ErrorMessage(err)
 	writeJSON(w, status, body)
@@ -84,10 +48,10 @@ func (w *jsonMuxErrors) WriteHeader(status int) {
 		h.Get("Content-Type") == "text/plain; charset=utf-8" {
 		code, msg := drydock.ENOTFOUND, "no such route; see /openapi.json"
 		if status == http.StatusMethodNotAllowed {
-			code, msg = eMethodNotAllowed, "method not allowed; allowed: "+h.Get("Allow")
+			code, msg = drydock.EMETHODNOTALLOWED, "method not allowed; allowed: "+h.Get("Allow")
 		}
 		h.Del("X-Content-Type-Options")
-		var body ErrorBody
+		var body drydock.ErrorBody
 		body.Error.Code, body.Error.Message = code, msg
 		writeJSON(w.ResponseWriter, status, body)
 		w.swallow = true

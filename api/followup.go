@@ -128,7 +128,7 @@ func (s *Server) followUp(w http.ResponseWriter, r *http.Request, parent *drydoc
 	// saturate the artifact store.
 	release, ok := s.acquireUpload()
 	if !ok {
-		s.writeError(w, r, drydock.Errorf(eTooMany, "this server is receiving or copying %d workspaces already; try again shortly", cap(s.uploads)))
+		s.writeError(w, r, drydock.Errorf(drydock.ETOOMANY, "this server is receiving or copying %d workspaces already; try again shortly", cap(s.uploads)))
 		return
 	}
 	defer release()

@@ -48,7 +48,7 @@ func (s *Server) handleCreate(w http.ResponseWriter, r *http.Request) {
 	if isMultipart(r) {
 		release, ok := s.acquireUpload()
 		if !ok {
-			s.writeError(w, r, drydock.Errorf(eTooMany, "this server is receiving %d uploads already; try again shortly", cap(s.uploads)))
+			s.writeError(w, r, drydock.Errorf(drydock.ETOOMANY, "this server is receiving %d uploads already; try again shortly", cap(s.uploads)))
 			return
 		}
 		defer release()

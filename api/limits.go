@@ -14,9 +14,6 @@ const (
 	DefaultMaxStreams        = 2048
 )
 
-// eTooMany is the code of answers refused by a connection limit (429).
-const eTooMany = "too_many_requests"
-
 // streamLimit counts open long-lived connections per user and in total.
 type streamLimit struct {
 	perUser, total int
@@ -45,9 +42,9 @@ func (l *streamLimit) acquire(user string) (release func(), err error) {
 	defer l.mu.Unlock()
 	switch {
 	case l.users[user] >= l.perUser:
-		return nil, drydock.Errorf(eTooMany, "%d event streams and live views are open for this user, the most allowed; close one first", l.perUser)
+		return nil, drydock.Errorf(drydock.ETOOMANY, "%d event streams and live views are open for this user, the most allowed; close one first", l.perUser)
 	case l.open >= l.total:
-		return nil, drydock.Errorf(eTooMany, "the server has %d event streams and live views open, the most it allows; try again later", l.total)
+		return nil, drydock.Errorf(drydock.ETOOMANY, "the server has %d event streams and live views open, the most it allows; try again later", l.total)
 	}
 	l.open++
 	l.users[user]++

@@ -610,7 +610,7 @@ func startJupyter(ctx context.Context, tb *toolbox.Client, token, base string) e
 	if resp.StatusCode < 300 {
 		return nil
 	}
-	var eb toolbox.ErrorBody
+	var eb drydock.ErrorBody
 	_ = json.NewDecoder(io.LimitReader(resp.Body, 64<<10)).Decode(&eb)
 	switch {
 	case resp.StatusCode == http.StatusNotFound || resp.StatusCode == http.StatusNotImplemented:

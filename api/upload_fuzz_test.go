@@ -46,7 +46,7 @@ func FuzzUpload(f *testing.F) {
 			}
 			checkStoredInput(t, b, stored.InputKey)
 		case resp.StatusCode >= 400 && resp.StatusCode < 500:
-			var e api.ErrorBody
+			var e drydock.ErrorBody
 			if json.Unmarshal(data, &e) != nil || e.Error.Code == "" || e.Error.Message == "" {
 				t.Fatalf("%d without a JSON error: %q", resp.StatusCode, data)
 			}

@@ -251,7 +251,7 @@ func TestUploadRefusals(t *testing.T) {
 			t.Parallel()
 			b := setupUpload(t, tc.lim)
 			resp, data := b.post(t, "/schedule", nil, tc.parts...)
-			var e api.ErrorBody
+			var e drydock.ErrorBody
 			json.Unmarshal(data, &e)
 			if resp.StatusCode != tc.status || !strings.Contains(e.Error.Message, tc.errSubstr) {
 				t.Errorf("got %d %s; want %d naming %q", resp.StatusCode, data, tc.status, tc.errSubstr)

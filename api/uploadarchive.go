@@ -155,13 +155,13 @@ func sniffArchive(head []byte) (string, error) {
 	case len(head) == 512 && bytes.Count(head, []byte{0}) == 512:
 		return "tar", nil // an empty tar: its end-of-archive blocks alone
 	case bytes.HasPrefix(head, []byte("BZh")):
-		return "", drydock.Errorf(eUnsupportedMedia, "workspace archive is bzip2-compressed; send a tar, tar.gz or zip file")
+		return "", drydock.Errorf(drydock.EUNSUPPORTEDMEDIA, "workspace archive is bzip2-compressed; send a tar, tar.gz or zip file")
 	case bytes.HasPrefix(head, []byte{0xfd, '7', 'z', 'X', 'Z', 0}):
-		return "", drydock.Errorf(eUnsupportedMedia, "workspace archive is xz-compressed; send a tar, tar.gz or zip file")
+		return "", drydock.Errorf(drydock.EUNSUPPORTEDMEDIA, "workspace archive is xz-compressed; send a tar, tar.gz or zip file")
 	case bytes.HasPrefix(head, []byte{0x28, 0xb5, 0x2f, 0xfd}):
-		return "", drydock.Errorf(eUnsupportedMedia, "workspace archive is zstd-compressed; send a tar, tar.gz or zip file")
+		return "", drydock.Errorf(drydock.EUNSUPPORTEDMEDIA, "workspace archive is zstd-compressed; send a tar, tar.gz or zip file")
 	}
-	return "", drydock.Errorf(eUnsupportedMedia, "workspace part is not a tar, tar.gz or zip archive (curl: -F workspace=@FILE, with the @)")
+	return "", drydock.Errorf(drydock.EUNSUPPORTEDMEDIA, "workspace part is not a tar, tar.gz or zip archive (curl: -F workspace=@FILE, with the @)")
 }
 
 // archiveCheck holds what the entries read so far established.

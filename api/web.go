@@ -418,10 +418,7 @@ func (s *Server) liveError(w http.ResponseWriter, r *http.Request, err error) {
 		return
 	}
 	code := drydock.ErrorCode(err)
-	status, ok := statusOf[code]
-	if !ok {
-		status = http.StatusInternalServerError
-	}
+	status := drydock.HTTPStatus(code)
 	if status >= 500 {
 		s.log.Error("live view failed", "path", r.URL.Path, "err", err)
 	}

@@ -89,14 +89,9 @@ func (c *Client) foreign(resp *http.Response, body []byte) *ForeignAnswerError {
 // *ForeignAnswerError.
 func (c *Client) decodeError(resp *http.Response) error {
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
-	var env struct {
-		Error *struct {
-			Code    string `json:"code"`
-			Message string `json:"message"`
-		} `json:"error"`
-	}
-	if json.Unmarshal(b, &env) == nil && env.Error != nil && env.Error.Code != "" {
-		return &drydock.Error{Code: env.Error.Code, Message: env.Error.Message}
+	var env drydock.ErrorBody
+	if json.Unmarshal(b, &env) == nil && env.Error.Code != "" {
+		return env.Error.Err()
 	}
 	return c.foreign(resp, b)
 }

@@ -182,9 +182,9 @@ func decodeBody(resp *http.Response, out any) error {
 // code and message.
 func responseError(resp *http.Response) error {
 	data, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	var eb ErrorBody
+	var eb drydock.ErrorBody
 	if json.Unmarshal(data, &eb) == nil && eb.Error.Code != "" {
-		return &drydock.Error{Code: eb.Error.Code, Message: eb.Error.Message}
+		return eb.Error.Err()
 	}
 	return drydock.Errorf(drydock.CodeOfStatus(resp.StatusCode), "toolbox answered %s", resp.Status)
 }

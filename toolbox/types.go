@@ -14,17 +14,6 @@ const (
 	HeaderTotalLines = "X-Total-Lines"
 )
 
-// ErrorBody is the JSON form of every error the API returns.
-type ErrorBody struct {
-	Error ErrorDetail `json:"error"`
-}
-
-// ErrorDetail is a drydock error code and a message fit for the caller.
-type ErrorDetail struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
-}
-
 // Health is the body of GET /v1/health.
 type Health struct {
 	Status string `json:"status"` // "ok"
@@ -238,12 +227,12 @@ const (
 // ExecFrame is one line of the newline-delimited JSON stream of POST
 // /v1/exec. The last frame is of type "exit" or "error".
 type ExecFrame struct {
-	Type     string           `json:"type"`
-	Data     []byte           `json:"data,omitempty"`      // stdout, stderr
-	ExitCode int              `json:"exit_code,omitempty"` // exit
-	TimedOut bool             `json:"timed_out,omitempty"`
-	Duration drydock.Duration `json:"duration,omitempty"`
-	Error    *ErrorDetail     `json:"error,omitempty"`
+	Type     string               `json:"type"`
+	Data     []byte               `json:"data,omitempty"`      // stdout, stderr
+	ExitCode int                  `json:"exit_code,omitempty"` // exit
+	TimedOut bool                 `json:"timed_out,omitempty"`
+	Duration drydock.Duration     `json:"duration,omitempty"`
+	Error    *drydock.ErrorDetail `json:"error,omitempty"`
 	// OutOfMemory (exit) is set when the OOM killer ended processes in the
 	// sandbox while the process ran.
 	OutOfMemory *OutOfMemory `json:"out_of_memory,omitempty"`

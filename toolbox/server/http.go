@@ -13,29 +13,6 @@ import (
 	"github.com/drydockhq/drydock/toolbox"
 )
 
-// statusOf is the one table from error codes to HTTP statuses.
-func statusOf(code string) int {
-	switch code {
-	case drydock.EINVALID:
-		return http.StatusBadRequest
-	case drydock.EUNAUTHORIZED:
-		return http.StatusUnauthorized
-	case drydock.EFORBIDDEN:
-		return http.StatusForbidden
-	case drydock.ENOTFOUND:
-		return http.StatusNotFound
-	case drydock.ECONFLICT, drydock.ELEASELOST:
-		return http.StatusConflict
-	case drydock.ETOOLARGE:
-		return http.StatusRequestEntityTooLarge
-	case drydock.EUNAVAILABLE:
-		return http.StatusServiceUnavailable
-	case drydock.ENOTIMPLEMENTED:
-		return http.StatusNotImplemented
-	}
-	return http.StatusInternalServerError
-}
-
 // writeError answers with err's code and user-facing message. Internal errors
 // are logged with their detail and answered with a generic message.
 func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
@@ -44,7 +21,7 @@ func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err er
 		log.Error("request failed", "method", r.Method, "path", r.URL.Path,
 			"request_id", r.Header.Get(toolbox.HeaderRequestID), "err", err)
 	}
-	writeJSON(w, statusOf(code), toolbox.ErrorBody{Error: toolbox.ErrorDetail{
+	writeJSON(w, drydock.HTTPStatus(code), drydock.ErrorBody{Error: drydock.ErrorDetail{
 		Code: code, Message: drydock.ErrorMessage(err),
 	}})
 }

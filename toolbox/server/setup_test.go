@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drydockhq/drydock"
 	"github.com/drydockhq/drydock/toolbox"
 )
 
@@ -62,7 +63,7 @@ type reply struct {
 }
 
 func (r reply) errCode() string {
-	var e toolbox.ErrorBody
+	var e drydock.ErrorBody
 	json.Unmarshal(r.body, &e)
 	return e.Error.Code
 }
