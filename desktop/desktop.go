@@ -17,13 +17,7 @@ import (
 	"time"
 
 	"github.com/drydockhq/drydock"
-)
-
-// Component names, as Ready reports them.
-const (
-	ComponentDisplay       = "display"
-	ComponentWindowManager = "window_manager"
-	ComponentVNC           = "vnc"
+	"github.com/drydockhq/drydock/toolbox"
 )
 
 // Config describes the desktop to run. The zero value is usable: display :1,
@@ -112,7 +106,7 @@ func New(cfg Config, logger *slog.Logger) *Desktop {
 	}
 	d := &Desktop{cfg: cfg, log: logger.With("component", "desktop")}
 	d.disp = &component{
-		name:    ComponentDisplay,
+		name:    toolbox.ComponentDisplay,
 		log:     d.log.With("process", "Xvfb"),
 		command: d.xvfbCommand,
 		probe:   d.probeDisplay,
@@ -120,7 +114,7 @@ func New(cfg Config, logger *slog.Logger) *Desktop {
 	d.comps = append(d.comps, d.disp)
 	if cfg.WindowManager != "none" {
 		d.comps = append(d.comps, &component{
-			name:    ComponentWindowManager,
+			name:    toolbox.ComponentWindowManager,
 			log:     d.log.With("process", cfg.WindowManager),
 			command: d.wmCommand,
 			probe:   d.probeWindowManager,
@@ -128,7 +122,7 @@ func New(cfg Config, logger *slog.Logger) *Desktop {
 		})
 	}
 	d.vnc = &component{
-		name:    ComponentVNC,
+		name:    toolbox.ComponentVNC,
 		log:     d.log.With("process", "x11vnc"),
 		command: d.vncCommand,
 		probe:   d.probeVNC,

@@ -18,6 +18,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/drydockhq/drydock/toolbox"
 )
 
 // RequireDesktop skips the test unless the X tools the desktop drives are
@@ -331,7 +333,7 @@ func TestCrashedComponentsAreRestarted(t *testing.T) {
 	if _, _, err := d.Screenshot(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if got := d.Restarts(); got[ComponentWindowManager] == 0 {
+	if got := d.Restarts(); got[toolbox.ComponentWindowManager] == 0 {
 		t.Errorf("window manager was not restarted with the display: %v", got)
 	}
 }

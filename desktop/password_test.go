@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/drydockhq/drydock/toolbox"
 )
 
 func TestSetVNCPasswordReplacesThePassword(t *testing.T) {
@@ -18,7 +20,7 @@ func TestSetVNCPasswordReplacesThePassword(t *testing.T) {
 	// is back, and from then on the old one never does.
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		if d.Ready()[ComponentVNC] && d.Restarts()[ComponentVNC] > 0 {
+		if d.Ready()[toolbox.ComponentVNC] && d.Restarts()[toolbox.ComponentVNC] > 0 {
 			if res := vncHandshake(t, dialBridge(t, d), "job-pw-2"); res == 0 {
 				break
 			}
@@ -58,7 +60,7 @@ func TestSetVNCPasswordKillsAnX11vncThatIgnoresSIGTERM(t *testing.T) {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(30 * time.Second)
-	for !d.Ready()[ComponentVNC] || d.Restarts()[ComponentVNC] == 0 || vncHandshake(t, dialBridge(t, d), "job-pw-2") != 0 {
+	for !d.Ready()[toolbox.ComponentVNC] || d.Restarts()[toolbox.ComponentVNC] == 0 || vncHandshake(t, dialBridge(t, d), "job-pw-2") != 0 {
 		if time.Now().After(deadline) {
 			t.Fatalf("the new VNC password is not accepted after 30 s (restarts %v)", d.Restarts())
 		}

@@ -21,17 +21,11 @@ import (
 
 	"github.com/drydockhq/drydock"
 	"github.com/drydockhq/drydock/oomscore"
+	"github.com/drydockhq/drydock/toolbox"
 )
 
 //go:embed helper.py
 var helperScript []byte
-
-// Component names, as Ready reports them.
-const (
-	ComponentKernel = "kernel"
-	ComponentNode   = "node"
-	ComponentServer = "jupyter_server"
-)
 
 // Config says how to run code. The zero value works on Debian with the
 // packages of the sandbox image.
@@ -218,9 +212,9 @@ func (k *Kernel) prepareRuntimeDir() error {
 // node (installed), and the Jupyter server once StartServer has been called.
 func (k *Kernel) Ready() map[string]bool {
 	_, err := exec.LookPath(k.cfg.Node)
-	r := map[string]bool{ComponentKernel: k.ready.Load(), ComponentNode: err == nil}
+	r := map[string]bool{toolbox.ComponentKernel: k.ready.Load(), toolbox.ComponentNode: err == nil}
 	if ok, asked := k.server.status(); asked {
-		r[ComponentServer] = ok
+		r[toolbox.ComponentJupyterServer] = ok
 	}
 	return r
 }

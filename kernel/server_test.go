@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/drydockhq/drydock"
+	"github.com/drydockhq/drydock/toolbox"
 )
 
 func requireJupyterServer(t *testing.T) string {
@@ -52,7 +53,7 @@ func TestJupyterServerStartsOnDemandWithToken(t *testing.T) {
 	}
 	addr := "127.0.0.1:" + strconv.Itoa(freePort(t))
 	k := setup(t, func(c *Config) { c.Server = ServerConfig{Addr: addr, BaseURL: "/jupyter"} })
-	if _, asked := k.Ready()[ComponentServer]; asked {
+	if _, asked := k.Ready()[toolbox.ComponentJupyterServer]; asked {
 		t.Fatal("jupyter server reported before anyone asked for it")
 	}
 
@@ -67,7 +68,7 @@ func TestJupyterServerStartsOnDemandWithToken(t *testing.T) {
 	if url != "http://"+addr+"/jupyter/" {
 		t.Errorf("url %q", url)
 	}
-	if !k.Ready()[ComponentServer] {
+	if !k.Ready()[toolbox.ComponentJupyterServer] {
 		t.Error("server not reported ready")
 	}
 	get := func(token string) int {
@@ -119,7 +120,7 @@ func TestJupyterServerReportsWhyItCannotStart(t *testing.T) {
 	if !strings.Contains(err.Error(), "is not available") {
 		t.Errorf("error does not say why: %v", err)
 	}
-	if k.Ready()[ComponentServer] {
+	if k.Ready()[toolbox.ComponentJupyterServer] {
 		t.Error("server reported ready")
 	}
 }
@@ -180,7 +181,7 @@ func TestJupyterServerOnSocketFollowsTheBaseURL(t *testing.T) {
 	if code := status(ctx, "/jobs/a/jupyter/api/status"); code != 404 {
 		t.Errorf("the old base URL still answers: %d", code)
 	}
-	if !k.Ready()[ComponentServer] {
+	if !k.Ready()[toolbox.ComponentJupyterServer] {
 		t.Error("not reported ready")
 	}
 	// The classic UI, when installed, is where the base URL leads.
@@ -216,7 +217,7 @@ func TestJupyterServerRefusesBadBaseURLs(t *testing.T) {
 			t.Errorf("%q: %v, want invalid", base, err)
 		}
 	}
-	if _, asked := k.Ready()[ComponentServer]; asked {
+	if _, asked := k.Ready()[toolbox.ComponentJupyterServer]; asked {
 		t.Error("a refused start counts as asked")
 	}
 	for in, want := range map[string]string{"": "/", "/": "/", "a": "/a/", "/jobs/x-1/jupyter": "/jobs/x-1/jupyter/", "/a.b_c~d/": "/a.b_c~d/"} {

@@ -19,10 +19,19 @@ type Health struct {
 	Status string `json:"status"` // "ok"
 }
 
-// Component names the core reports in Readiness.
+// Component names, as toolboxd reports them in Readiness and as callers
+// wait for them: the one spelling for the daemon's parts (kernel, desktop)
+// and for the orchestrator, which waits for them without linking those
+// in-sandbox packages.
 const (
-	ComponentFiles = "files"
-	ComponentShell = "shell"
+	ComponentFiles         = "files"
+	ComponentShell         = "shell"
+	ComponentKernel        = "kernel"         // the code kernel (Python)
+	ComponentNode          = "node"           // the code kernel's Node.js side
+	ComponentJupyterServer = "jupyter_server" // the Jupyter server behind the live view
+	ComponentDisplay       = "display"        // the desktop's X display
+	ComponentWindowManager = "window_manager"
+	ComponentVNC           = "vnc"
 )
 
 // Component is the readiness of one part of the sandbox.

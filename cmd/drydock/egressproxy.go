@@ -101,9 +101,6 @@ func newEgressWiring(opts EgressOptions, policy drydock.EgressPolicy, st drydock
 		Ceiling: policy.Allows,
 		Logger:  log,
 	})
-	if f, ok := rt.(forgetful); ok {
-		rt = f.Runtime
-	}
 	e := &egressWiring{proxy: proxy, rt: rt, st: st, log: log.With("component", "egress")}
 	if opts.Listen != "" {
 		ln, err := net.Listen("tcp", opts.Listen)

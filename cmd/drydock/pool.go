@@ -22,9 +22,9 @@ type PoolOptions struct {
 }
 
 // claimer is the server's runtime (which forgets a sandbox's toolbox
-// clients when it is destroyed) with the claim of the runtime below.
+// clients when it is destroyed) with the claim of the engine's runtime.
 type claimer struct {
-	forgetful
+	drydock.Runtime
 	under pool.Runtime
 }
 
@@ -43,17 +43,15 @@ func (c claimer) ImageID(ctx context.Context, ref string) (string, error) {
 
 // warmComponents are what a warm sandbox waits for besides files and
 // shell, so that a job's first call of any kind finds it ready: the code
-// kernel, and a desktop's display (kernel.ComponentKernel and desktop's
-// Component* constants, spelled out so that the orchestrator does not link
-// those in-sandbox packages).
+// kernel, and a desktop's display.
 var warmComponents = map[drydock.Profile][]string{
-	drydock.ProfileHeadless: {"kernel"},
-	drydock.ProfileDesktop:  {"kernel", "display", "window_manager", "vnc"},
+	drydock.ProfileHeadless: {toolbox.ComponentKernel},
+	drydock.ProfileDesktop:  {toolbox.ComponentKernel, toolbox.ComponentDisplay, toolbox.ComponentWindowManager, toolbox.ComponentVNC},
 }
 
 // warmPool returns the pool of warm sandboxes for the runner's jobs, or nil
 // when no pool is asked for.
-func (c *ServerCmd) warmPool(rt drydock.Runtime, tb *toolbox.Pool, cfg runner.Config, reg prometheus.Registerer, log *slog.Logger) (*pool.Pool, error) {
+func (c *ServerCmd) warmPool(rt, engine drydock.Runtime, tb *toolbox.Pool, cfg runner.Config, reg prometheus.Registerer, log *slog.Logger) (*pool.Pool, error) {
 	o := c.Pool
 	if o.Headless < 0 || o.Desktop < 0 {
 		return nil, fmt.Errorf("--pool-headless and --pool-desktop must be 0 or more")
@@ -64,8 +62,7 @@ func (c *ServerCmd) warmPool(rt drydock.Runtime, tb *toolbox.Pool, cfg runner.Co
 	if o.MaxAge <= 0 {
 		return nil, fmt.Errorf("--pool-max-age must be positive")
 	}
-	f, _ := rt.(forgetful)
-	under, ok := f.Runtime.(pool.Runtime)
+	under, ok := engine.(pool.Runtime)
 	if !ok {
 		return nil, fmt.Errorf("the %s runtime cannot keep warm sandboxes; drop --pool-headless and --pool-desktop, or use --runtime docker", rt.Name())
 	}
@@ -76,7 +73,7 @@ func (c *ServerCmd) warmPool(rt drydock.Runtime, tb *toolbox.Pool, cfg runner.Co
 		Images:    cfg.Images,
 		Resources: cfg.Resources,
 	}, pool.Deps{
-		Runtime: claimer{forgetful: f, under: under},
+		Runtime: claimer{Runtime: rt, under: under},
 		Ready: func(ctx context.Context, sb *drydock.Sandbox) error {
 			return tb.Get(sb).WaitReady(ctx, warmComponents[sb.Profile]...)
 		},

@@ -34,18 +34,23 @@ func (f forgetful) Destroy(ctx context.Context, id string) error {
 	return f.Runtime.Destroy(ctx, id)
 }
 
-func (c *ServerCmd) buildRuntime(ctx context.Context, log *slog.Logger) (drydock.Runtime, *toolbox.Pool, func(), error) {
+// buildRuntime returns the runtime twice: as the server's parts use it
+// (destroying a sandbox there also drops its cached toolbox clients), and
+// the engine's own, whose capabilities (claiming warm sandboxes, finding a
+// sandbox by address) the warm pool and the egress proxy ask of it
+// directly rather than by unwrapping the first.
+func (c *ServerCmd) buildRuntime(ctx context.Context, log *slog.Logger) (served, engine drydock.Runtime, tb *toolbox.Pool, closeFn func(), err error) {
 	pool := toolbox.NewPool()
 	var rt drydock.Runtime
-	closeFn := func() {}
+	closeFn = func() {}
 	if c.Isolation == docker.ModeGVisor && c.Runtime != "docker" {
-		return nil, nil, nil, fmt.Errorf("--isolation gvisor applies to --runtime docker (Docker or Podman); on Kubernetes use --kube-runtime-class with a gVisor RuntimeClass, and the local runtime has no isolation at all")
+		return nil, nil, nil, nil, fmt.Errorf("--isolation gvisor applies to --runtime docker (Docker or Podman); on Kubernetes use --kube-runtime-class with a gVisor RuntimeClass, and the local runtime has no isolation at all")
 	}
 	switch c.Runtime {
 	case "local":
 		l, err := localrt.New(localrt.Options{Root: filepath.Join(c.DataDir, "sandboxes"), ServerID: c.NodeID, Logger: log})
 		if err != nil {
-			return nil, nil, nil, fmt.Errorf("local runtime: %w", err)
+			return nil, nil, nil, nil, fmt.Errorf("local runtime: %w", err)
 		}
 		log.Warn("local runtime: sandboxes are plain directories with NO isolation; use it for development and tests only")
 		rt, closeFn = l, func() { l.Close() }
@@ -55,7 +60,7 @@ func (c *ServerCmd) buildRuntime(ctx context.Context, log *slog.Logger) (drydock
 			drydock.ProfileDesktop:  c.ImageDesktop,
 		}, log)
 		if err != nil {
-			return nil, nil, nil, err
+			return nil, nil, nil, nil, err
 		}
 		rt = k
 	case "docker":
@@ -69,15 +74,15 @@ func (c *ServerCmd) buildRuntime(ctx context.Context, log *slog.Logger) (drydock
 			Logger: log,
 		})
 		if err != nil {
-			return nil, nil, nil, fmt.Errorf("docker runtime: %w", err)
+			return nil, nil, nil, nil, fmt.Errorf("docker runtime: %w", err)
 		}
 		if _, err := d.List(ctx, map[string]string{drydock.LabelManaged: "true"}); err != nil {
-			return nil, nil, nil, fmt.Errorf("cannot reach the container engine (%s): %w; start Docker or Podman, or set --docker-host / DOCKER_HOST (or use --runtime local for development)", c.DockerHost, err)
+			return nil, nil, nil, nil, fmt.Errorf("cannot reach the container engine (%s): %w; start Docker or Podman, or set --docker-host / DOCKER_HOST (or use --runtime local for development)", c.DockerHost, err)
 		}
 		iso, why, err := d.ResolveIsolation(ctx, c.Isolation, c.ImageHeadless)
 		if err != nil {
 			d.Close()
-			return nil, nil, nil, fmt.Errorf("docker runtime: %w", err)
+			return nil, nil, nil, nil, fmt.Errorf("docker runtime: %w", err)
 		}
 		c.isolation, c.isolationWarning = iso, why
 		if why != "" {
@@ -87,7 +92,7 @@ func (c *ServerCmd) buildRuntime(ctx context.Context, log *slog.Logger) (drydock
 		}
 		rt, closeFn = d, func() { d.Close() }
 	default:
-		return nil, nil, nil, fmt.Errorf("unknown runtime %q", c.Runtime)
+		return nil, nil, nil, nil, fmt.Errorf("unknown runtime %q", c.Runtime)
 	}
-	return forgetful{rt, pool}, pool, closeFn, nil
+	return forgetful{rt, pool}, rt, pool, closeFn, nil
 }

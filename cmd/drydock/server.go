@@ -195,7 +195,7 @@ func (c *ServerCmd) Run(g *Globals) error {
 		return err
 	}
 	log.Info("artifacts", "store", where)
-	rt, pool, closeRuntime, err := c.buildRuntime(ctx, log)
+	rt, engine, pool, closeRuntime, err := c.buildRuntime(ctx, log)
 	if err != nil {
 		return err
 	}
@@ -246,11 +246,11 @@ func (c *ServerCmd) Run(g *Globals) error {
 			WorkspaceBytes: c.Resources.DiskMiB << 20,
 		},
 	}
-	warm, err := c.warmPool(rt, pool, rcfg, reg, log)
+	warm, err := c.warmPool(rt, engine, pool, rcfg, reg, log)
 	if err != nil {
 		return err
 	}
-	eg, err := newEgressWiring(c.Egress, egressPolicy, ws, rt, log)
+	eg, err := newEgressWiring(c.Egress, egressPolicy, ws, engine, log)
 	if err != nil {
 		return err
 	}
