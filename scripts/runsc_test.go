@@ -1,0 +1,172 @@
+package scripts_test
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// startDockerd runs start_dockerd with the fake engine and returns what it
+// printed and the arguments dockerd got; the fake is killed at the end.
+func (e *env) startDockerd(t *testing.T) (string, []string) {
+	t.Helper()
+	out := e.sh(t, "start_dockerd unix://"+e.sock+" && check_gvisor unix://"+e.sock)
+	b, err := os.ReadFile(filepath.Join(e.runDir, "dockerd.pid"))
+	if err != nil {
+		t.Fatalf("no pidfile: %v\n%s", err, out)
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
+	return out, strings.Split(strings.TrimSpace(e.read("args")), "\n")
+}
+
+// configFile is the --config-file dockerd was started with, "" for none.
+func configFile(args []string) string {
+	if i := slices.Index(args, "--config-file"); i >= 0 && i+1 < len(args) {
+		return args[i+1]
+	}
+	return ""
+}
+
+// A new user's make run registers gVisor's runsc in the dockerd it starts,
+// with --host-uds=all, so the server's --isolation auto runs sandboxes
+// under gVisor.
+func TestMakeRunDockerdRegistersRunsc(t *testing.T) {
+	e := setup(t)
+	out, args := e.startDockerd(t)
+	cfg := configFile(args)
+	if cfg == "" {
+		t.Fatalf("dockerd started without a --config-file: %q\n%s", args, out)
+	}
+	var v struct {
+		Runtimes map[string]struct {
+			Path        string   `json:"path"`
+			RuntimeArgs []string `json:"runtimeArgs"`
+		} `json:"runtimes"`
+	}
+	b, err := os.ReadFile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		t.Fatalf("%s is not JSON: %v\n%s", cfg, err, b)
+	}
+	rs, ok := v.Runtimes["runsc"]
+	if !ok || rs.Path != filepath.Join(e.dir, "runsc") || !slices.Equal(rs.RuntimeArgs, []string{"--host-uds=all"}) {
+		t.Errorf("runtimes in %s: %+v", cfg, v.Runtimes)
+	}
+	if !strings.Contains(out, "sandboxes run under gVisor") {
+		t.Errorf("make run does not say the sandboxes get gVisor:\n%s", out)
+	}
+}
+
+// The operator's daemon.json is neither rewritten nor dropped for one of
+// ours: dockerd reads it, and make run prints the exact key to add and goes
+// on under runc.
+func TestMakeRunKeepsTheOperatorsDaemonJSON(t *testing.T) {
+	e := setup(t)
+	sys := filepath.Join(e.dir, "etc-daemon.json")
+	const mine = "{\"log-level\": \"warn\"}\n"
+	if err := os.WriteFile(sys, []byte(mine), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, args := e.startDockerd(t)
+	if cfg := configFile(args); cfg != "" {
+		t.Errorf("dockerd started with %s instead of the operator's %s", cfg, sys)
+	}
+	if b, _ := os.ReadFile(sys); string(b) != mine {
+		t.Errorf("the operator's daemon.json was rewritten:\n%s", b)
+	}
+	line := `"runtimes": {"runsc": {"path": "` + filepath.Join(e.dir, "runsc") + `", "runtimeArgs": ["--host-uds=all"]}}`
+	if !strings.Contains(out, line) || !strings.Contains(out, sys) || !strings.Contains(out, "run under runc") {
+		t.Errorf("make run does not say what to add to %s:\n%s", sys, out)
+	}
+	// What it prints is a valid key of a JSON object.
+	var v map[string]any
+	if err := json.Unmarshal([]byte("{"+line+"}"), &v); err != nil {
+		t.Errorf("the printed key is not JSON: %v", err)
+	}
+}
+
+// Without a Go module proxy runsc cannot be built: make run warns and
+// starts its dockerd anyway, sandboxes under runc.
+func TestRunscBuildFailureDoesNotStopMakeRun(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		if _, err := os.Stat("/usr/local/go/bin/go"); err != nil {
+			t.Skip("no Go toolchain: ensure_runsc would fail before building")
+		}
+	}
+	e := setup(t)
+	cache := t.TempDir()
+	e.vars = append(e.vars, "DRYDOCK_RUNSC_PATH=", "XDG_CACHE_HOME="+cache,
+		"GOPROXY=off", "GOMODCACHE="+filepath.Join(cache, "mod"), "GOFLAGS=")
+	out, args := e.startDockerd(t)
+	if cfg := configFile(args); cfg != "" {
+		b, _ := os.ReadFile(cfg)
+		if strings.Contains(string(b), "runsc") {
+			t.Errorf("a runsc that was not built is registered: %s", b)
+		}
+	}
+	if !strings.Contains(out, "runsc could not be built") || !strings.Contains(out, "run under runc") {
+		t.Errorf("make run does not warn that gVisor is missing:\n%s", out)
+	}
+}
+
+// An engine make run did not start (a system dockerd) keeps its
+// configuration: without runsc, make run prints the key to add and how to
+// reload; with it, it says the sandboxes get gVisor.
+func TestSystemEngineGetsTheLinesNotAnEdit(t *testing.T) {
+	e := setup(t)
+	// Start the fake engine by hand, as an operator's dockerd.
+	other := filepath.Join(e.dir, "o.sock")
+	cmd := exec.Command(filepath.Join(e.dir, "bin", "dockerd"), "--host", "unix://"+other, "--pidfile", filepath.Join(e.dir, "o.pid"))
+	cmd.Env = e.vars
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	e.sh(t, "for i in $(seq 100); do engine_answers unix://"+other+" && exit 0; sleep 0.1; done; exit 1")
+
+	out := e.sh(t, "check_gvisor unix://"+other)
+	if !strings.Contains(out, `"runtimes": {"runsc": {"path": "`+filepath.Join(e.dir, "runsc")+`"`) || !strings.Contains(out, "systemctl reload docker") {
+		t.Errorf("no lines to add for a system engine without runsc:\n%s", out)
+	}
+	if _, err := os.Stat(filepath.Join(e.dir, "etc-daemon.json")); !os.IsNotExist(err) {
+		t.Errorf("make run wrote the system engine's daemon.json: %v", err)
+	}
+
+	// DRYDOCK_ISOLATION=runc: the operator chose runc, nothing to add.
+	e.vars = append(e.vars, "DRYDOCK_ISOLATION=runc")
+	if out := e.sh(t, "check_gvisor unix://"+other); strings.Contains(out, "runtimes") {
+		t.Errorf("advice printed although the operator chose runc:\n%s", out)
+	}
+}
+
+// lib.sh is sourced by POSIX sh scripts too (scripts/testenv/docker-up.sh):
+// a bash-only construct anywhere in it breaks them all.
+func TestLibParsesUnderPosixSh(t *testing.T) {
+	sh, err := exec.LookPath("dash")
+	if err != nil {
+		t.Skip("dash is not installed: no strict POSIX sh to parse lib.sh with")
+	}
+	if out, err := exec.Command(sh, "-n", "lib.sh").CombinedOutput(); err != nil {
+		t.Errorf("lib.sh does not parse under %s: %v\n%s", sh, err, out)
+	}
+}
+
+// make run says which isolation its engine gives, whichever engine it is.
+func TestRunChecksGVisor(t *testing.T) {
+	b, err := os.ReadFile("run.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `check_gvisor "$SOCK"`) {
+		t.Error("run.sh does not check the engine's gVisor with check_gvisor")
+	}
+}
