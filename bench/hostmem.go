@@ -21,17 +21,21 @@ import (
 type HostMemory struct {
 	// Cgroup is the container's memory cgroup.
 	Cgroup Memory `json:"cgroup"`
-	// ProcessPss is the proportional set size of every host process of the
-	// container, the engine's shim excluded.
-	ProcessPss int64 `json:"process_pss"`
-	// PssAnon, PssFile and PssShmem split ProcessPss: private memory, the
-	// files mapped (the runsc binary and the libraries, shared with every
-	// other sandbox), and shared memory (gVisor's memory file).
-	PssAnon  int64 `json:"pss_anon"`
-	PssFile  int64 `json:"pss_file"`
+	// Processes is what the container's host processes hold, the engine's
+	// shim excluded: the PSS of their private memory and mapped files (the
+	// runsc binary and libraries, shared with every other sandbox, count
+	// in part), plus what is resident in the memfds they hold (gVisor's
+	// memory file), each counted once.
+	ProcessMem int64 `json:"process_mem"`
+	PssAnon    int64 `json:"pss_anon"`
+	PssFile    int64 `json:"pss_file"`
+	Memfd      int64 `json:"memfd"`
+	// PssShmem is the processes' PSS of shared memory, for comparison
+	// only: with a memory file backed by large folios that are partly
+	// mapped, the kernel's estimate runs well above what is resident.
 	PssShmem int64 `json:"pss_shmem"`
-	// OutsidePss is the part of ProcessPss from processes outside the
-	// container's memory cgroup, which the cgroup's figure misses.
+	// OutsidePss is the PSS of processes outside the container's memory
+	// cgroup, which the cgroup's figure misses.
 	OutsidePss int64 `json:"outside_pss"`
 	// Shim is the engine's per-container process (containerd-shim, conmon).
 	Shim int64 `json:"shim"`
@@ -43,11 +47,11 @@ type HostMemory struct {
 // the shim. The cgroup (with what lives outside it) misses pages charged to
 // another cgroup: the runsc binary's page cache goes to whichever cgroup
 // read it first, and gVisor's memory file is not always charged where its
-// sentry runs. The processes' PSS misses memory no process maps: the
-// container's tmpfs files, a memory file's unmapped pages. Taking the
+// sentry runs. The processes' figure misses memory no process maps or holds
+// open: the container's tmpfs files. Taking the
 // larger never makes a sandbox look cheaper than it is.
 func (m HostMemory) Host() int64 {
-	return max(m.Cgroup.Used+m.OutsidePss, m.ProcessPss) + m.Shim
+	return max(m.Cgroup.Used+m.OutsidePss, m.ProcessMem) + m.Shim
 }
 
 // hostMemory reads sandbox id's cost on this host.
@@ -70,18 +74,21 @@ func (e *engine) hostMemory(ctx context.Context, id string) (HostMemory, error) 
 		return HostMemory{}, err
 	}
 	own := memoryCgroupOf(pid)
-	for _, p := range containerProcs(procs, pid) {
+	pids := containerProcs(procs, pid)
+	for _, p := range pids {
 		r := pssOf(p)
-		pss := r["Pss"]
-		m.ProcessPss += pss
 		m.PssAnon += r["Pss_Anon"]
 		m.PssFile += r["Pss_File"]
 		m.PssShmem += r["Pss_Shmem"]
 		m.Processes++
 		if memoryCgroupOf(p) != own {
-			m.OutsidePss += pss
+			m.OutsidePss += r["Pss"]
 		}
 	}
+	if m.Memfd, err = memfdResident(pids); err != nil {
+		return HostMemory{}, err
+	}
+	m.ProcessMem = m.PssAnon + m.PssFile + m.Memfd
 	return m, nil
 }
 

@@ -73,7 +73,7 @@ func (s *Suite) Isolation(ctx context.Context, e *engine) error {
 var isolationResults = []string{
 	"isolation.cold_start", "isolation.warm_claim", "isolation.tool_roundtrip",
 	"isolation.first_python", "isolation.first_kernel",
-	"isolation.idle_memory", "isolation.idle_memory.cgroup", "isolation.idle_memory.pss", "isolation.density",
+	"isolation.idle_memory", "isolation.idle_memory.cgroup", "isolation.idle_memory.processes", "isolation.density",
 }
 
 // openIsolated makes a runtime on e's engine whose sandboxes run under iso,
@@ -397,23 +397,24 @@ func (s *Suite) isoIdleMemory(ctx context.Context, cols []*isolated) (err error)
 		started += len(list)
 	}
 	for j, c := range cols {
-		var host, cg, pss, anon, file, shmem, shim []float64
+		var host, cg, pss, anon, file, memfd, pssShmem, shim []float64
 		for _, sb := range live[j] {
 			m, err := c.hostMemory(ctx, sb.ID)
 			if err != nil {
 				return err
 			}
-			host, cg, pss = append(host, mib(m.Host())), append(cg, mib(m.Cgroup.Used)), append(pss, mib(m.ProcessPss))
-			anon, file, shmem, shim = append(anon, mib(m.PssAnon)), append(file, mib(m.PssFile)), append(shmem, mib(m.PssShmem)), append(shim, mib(m.Shim))
+			host, cg, pss = append(host, mib(m.Host())), append(cg, mib(m.Cgroup.Used)), append(pss, mib(m.ProcessMem))
+			anon, file, memfd = append(anon, mib(m.PssAnon)), append(file, mib(m.PssFile)), append(memfd, mib(m.Memfd))
+			pssShmem, shim = append(pssShmem, mib(m.PssShmem)), append(shim, mib(m.Shim))
 		}
 		h := Values(host)
 		hr := c.result("isolation.idle_memory", "MiB", "what the host pays per idle sandbox: the larger of its memory cgroup (usage less droppable page cache, plus the PSS of its processes outside that cgroup) and the PSS of all its host processes, plus the engine's shim")
 		hr.Dist = &h
 		cr := c.result("isolation.idle_memory.cgroup", "MiB", "the container's memory cgroup alone, usage less droppable page cache")
 		cr.Dist = distOf(cg)
-		pr := c.result("isolation.idle_memory.pss", "MiB", "PSS of every host process of the container (runc: the sandbox's processes; gVisor: sentry, gofer and their helpers), shim excluded")
+		pr := c.result("isolation.idle_memory.processes", "MiB", "every host process of the container (runc: the sandbox's processes; gVisor: sentry, gofer and their helpers), shim excluded: PSS of private memory and mapped files, plus the resident pages of the memfds they hold (gVisor's memory file) read with mincore")
 		pr.Dist = distOf(pss)
-		pr.Extra = map[string]float64{"anon_p50": Values(anon).P50, "file_p50": Values(file).P50, "shmem_p50": Values(shmem).P50}
+		pr.Extra = map[string]float64{"pss_anon_p50": Values(anon).P50, "pss_file_p50": Values(file).P50, "memfd_resident_p50": Values(memfd).P50, "pss_shmem_p50": Values(pssShmem).P50}
 		hr.Extra = map[string]float64{"shim_p50": Values(shim).P50}
 		fit := c.result("isolation.density", "sandboxes", fmt.Sprintf("idle headless sandboxes that fit in 24 GiB less 2 GiB for the host: 22 GiB / %.1f MiB, the costliest measured", h.Max))
 		if h.Max > 0 {

@@ -2,9 +2,13 @@ package bench
 
 import (
 	"bytes"
+	"os"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // The sentry's command line may carry spaces and parentheses; the stat
@@ -72,15 +76,15 @@ func TestRollupIsReadInBytes(t *testing.T) {
 // sandbox's tmpfs in its cgroup; processes outside the cgroup add to it.
 func TestHostMemoryTakesTheLargerAccountingPlusShim(t *testing.T) {
 	t.Parallel()
-	gv := HostMemory{Cgroup: Memory{Used: 90 << 20}, ProcessPss: 190 << 20, Shim: 4 << 20}
+	gv := HostMemory{Cgroup: Memory{Used: 90 << 20}, ProcessMem: 190 << 20, Shim: 4 << 20}
 	if gv.Host() != 194<<20 {
 		t.Errorf("PSS above the cgroup: %d MiB", gv.Host()>>20)
 	}
-	runc := HostMemory{Cgroup: Memory{Used: 70 << 20}, ProcessPss: 60 << 20, Shim: 5 << 20}
+	runc := HostMemory{Cgroup: Memory{Used: 70 << 20}, ProcessMem: 60 << 20, Shim: 5 << 20}
 	if runc.Host() != 75<<20 {
 		t.Errorf("cgroup above the PSS: %d MiB", runc.Host()>>20)
 	}
-	outside := HostMemory{Cgroup: Memory{Used: 50 << 20}, ProcessPss: 60 << 20, OutsidePss: 30 << 20}
+	outside := HostMemory{Cgroup: Memory{Used: 50 << 20}, ProcessMem: 60 << 20, OutsidePss: 30 << 20}
 	if outside.Host() != 80<<20 {
 		t.Errorf("a gofer outside the cgroup: %d MiB", outside.Host()>>20)
 	}
@@ -151,5 +155,40 @@ func TestIsolationIdleIsBounded(t *testing.T) {
 	s, err := New(base, "test", "x")
 	if err != nil || s.opts.IsolationIdle != 3 {
 		t.Errorf("default: %v %+v", err, s)
+	}
+}
+
+// gVisor's memory file is counted by its resident pages, once, however
+// many descriptors of it its processes hold.
+func TestMemfdResidentCountsEachFileOnce(t *testing.T) {
+	before, err := memfdResident([]int{os.Getpid()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fd, err := unix.MemfdCreate("bench-test", 0)
+	if err != nil {
+		t.Skipf("memfd_create: %v", err)
+	}
+	f := os.NewFile(uintptr(fd), "memfd")
+	defer f.Close()
+	page := os.Getpagesize()
+	// 4 pages written in a file of 16: 4 resident.
+	if err := f.Truncate(int64(16 * page)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt(bytes.Repeat([]byte{1}, 4*page), 0); err != nil {
+		t.Fatal(err)
+	}
+	dup, err := syscall.Dup(fd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Close(dup)
+	after, err := memfdResident([]int{os.Getpid()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := after - before; got != int64(4*page) {
+		t.Errorf("resident in the memfd: %d bytes, want %d (4 pages, counted once)", got, 4*page)
 	}
 }
