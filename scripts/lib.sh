@@ -73,7 +73,7 @@ start_dockerd() {
 	mkdir -p "$DRYDOCK_RUN_DIR" "$(dirname "$DOCKERD_LOG")"
 	# dockerd refuses to start over a pidfile whose pid is alive.
 	our_dockerd >/dev/null || rm -f "$DOCKERD_PIDFILE"
-	config=$(dockerd_config)
+	config=$(dockerd_config) || config=""
 	log "starting dockerd --live-restore on $host (log: $DOCKERD_LOG)"
 	nohup "${DOCKERD:-dockerd}" --host "$host" --live-restore --pidfile "$DOCKERD_PIDFILE" \
 		${config:+--config-file "$config"} >"$DOCKERD_LOG" 2>&1 </dev/null &
@@ -132,8 +132,10 @@ dockerd_config() {
 		fi
 		return 0
 	fi
-	mkdir -p "$(dirname "$DOCKERD_CONFIG")"
-	printf '{%s}\n' "$(runsc_runtimes "$runsc")" >"$DOCKERD_CONFIG"
+	if ! { mkdir -p "$(dirname "$DOCKERD_CONFIG")" && printf '{%s}\n' "$(runsc_runtimes "$runsc")" >"$DOCKERD_CONFIG"; }; then
+		log "warning: could not write $DOCKERD_CONFIG: sandboxes run under runc"
+		return 0
+	fi
 	log "gVisor: runsc ($runsc) registered as the runtime \"runsc\" in $DOCKERD_CONFIG"
 	echo "$DOCKERD_CONFIG"
 }

@@ -12,11 +12,16 @@ import (
 	"testing"
 )
 
-// startDockerd runs start_dockerd with the fake engine and returns what it
-// printed and the arguments dockerd got; the fake is killed at the end.
+// startDockerd runs start_dockerd and check_gvisor with the fake engine
+// under run.sh's shell options (any failing step would end make run), and
+// returns what they printed and the arguments dockerd got; the fake is
+// killed at the end.
 func (e *env) startDockerd(t *testing.T) (string, []string) {
 	t.Helper()
-	out := e.sh(t, "start_dockerd unix://"+e.sock+" && check_gvisor unix://"+e.sock)
+	out := e.sh(t, "set -euo pipefail; start_dockerd unix://"+e.sock+"; check_gvisor unix://"+e.sock+"; echo make-run-goes-on")
+	if !strings.Contains(out, "make-run-goes-on") {
+		t.Fatalf("make run would stop here:\n%s", out)
+	}
 	b, err := os.ReadFile(filepath.Join(e.runDir, "dockerd.pid"))
 	if err != nil {
 		t.Fatalf("no pidfile: %v\n%s", err, out)
@@ -168,5 +173,21 @@ func TestRunChecksGVisor(t *testing.T) {
 	}
 	if !strings.Contains(string(b), `check_gvisor "$SOCK"`) {
 		t.Error("run.sh does not check the engine's gVisor with check_gvisor")
+	}
+}
+
+// A daemon.json that cannot be written leaves gVisor out, says so, and
+// does not stop make run.
+func TestUnwritableDaemonJSONDoesNotStopMakeRun(t *testing.T) {
+	e := setup(t)
+	if err := os.MkdirAll(filepath.Join(e.runDir, "daemon.json"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out, args := e.startDockerd(t)
+	if cfg := configFile(args); cfg != "" {
+		t.Errorf("dockerd got --config-file %s, which could not be written", cfg)
+	}
+	if !strings.Contains(out, "could not write") || !strings.Contains(out, "run under runc") {
+		t.Errorf("no warning that gVisor is left out:\n%s", out)
 	}
 }
