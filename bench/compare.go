@@ -89,6 +89,9 @@ func markdownComparisons(w io.Writer, cs []Comparison) {
 	}
 	fmt.Fprintln(w, "\n| measure | engine | stat | runc | gVisor | gVisor / runc | unit |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|")
+	// A missing column's reason is long and the same on every row of an
+	// engine: each is given once, under the table.
+	var notes []string
 	for _, c := range cs {
 		cell := func(v *float64) string {
 			if v == nil {
@@ -102,8 +105,19 @@ func markdownComparisons(w io.Writer, cs []Comparison) {
 		}
 		unit := c.Unit
 		if c.Missing != "" {
-			unit += " (" + c.Missing + ")"
+			i := slices.Index(notes, c.Missing)
+			if i < 0 {
+				notes = append(notes, c.Missing)
+				i = len(notes) - 1
+			}
+			unit += fmt.Sprintf(" [%d]", i+1)
 		}
 		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s |\n", c.Measure, c.Engine, c.Stat, cell(c.Runc), cell(c.GVisor), ratio, unit)
+	}
+	if len(notes) > 0 {
+		fmt.Fprintln(w)
+	}
+	for i, n := range notes {
+		fmt.Fprintf(w, "[%d] %s\n", i+1, n)
 	}
 }
