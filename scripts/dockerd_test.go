@@ -132,6 +132,10 @@ func setup(t *testing.T) *env {
 	if err := os.WriteFile(filepath.Join(bin, "dockerd"), data, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	// A stand-in for gVisor's runsc: registering it checks who can replace it.
+	if err := os.WriteFile(filepath.Join(dir, "runsc"), []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	e := &env{dir: dir, runDir: filepath.Join(dir, "run"), sock: filepath.Join(dir, "d.sock")}
 	e.vars = append(os.Environ(),
 		"PATH="+bin+":"+os.Getenv("PATH"),

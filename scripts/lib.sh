@@ -110,6 +110,32 @@ wants_gvisor() {
 	[ "${DRYDOCK_ISOLATION:-auto}" != runc ]
 }
 
+# owner_only PATH: PATH and every directory above it belong to root or to
+# this user and no one else can write them (a sticky directory such as /tmp
+# excepted, whose entries only their owner replaces). dockerd runs the
+# runtime it registers as root: a runsc that another user can replace (a
+# cache under a HOME kept by sudo -E) would be theirs to run as root.
+owner_only() {
+	local p me st mode go
+	p=$(readlink -f "$1") || return 1
+	me=$(id -u)
+	while :; do
+		st=$(stat -c '%u %a' "$p" 2>/dev/null) || return 1
+		case "${st%% *}" in 0 | "$me") ;; *) return 1 ;; esac
+		mode=${st#* }
+		go=${mode#"${mode%??}"} # the group and other digits
+		case "$go" in
+		*[2367]*)
+			# Writable by others: only a sticky directory will do.
+			[ -d "$p" ] && [ ${#mode} -eq 4 ] || return 1
+			case "${mode%???}" in 1 | 3 | 5 | 7) ;; *) return 1 ;; esac
+			;;
+		esac
+		[ "$p" = / ] && return 0
+		p=$(dirname "$p")
+	done
+}
+
 # dockerd_config: prints the daemon.json (none: dockerd's default) that
 # registers gVisor's runsc (built once, cached) in the dockerd make run
 # starts, so that the server's --isolation auto picks it. The operator's
@@ -122,6 +148,10 @@ dockerd_config() {
 	wants_gvisor || return 0
 	if ! runsc=$(ensure_runsc); then
 		log "warning: gVisor's runsc could not be built (is the Go module proxy reachable?): sandboxes run under runc, the server says so at start and on /readyz"
+		return 0
+	fi
+	if ! owner_only "$runsc"; then
+		unsafe_runsc "$runsc"
 		return 0
 	fi
 	if [ -s "$DOCKERD_SYSTEM_CONFIG" ] && [ -n "$(tr -d ' \t\r\n{}' <"$DOCKERD_SYSTEM_CONFIG")" ]; then
@@ -180,7 +210,16 @@ check_gvisor() {
 		log "warning: this engine has no runtime runsc and gVisor's runsc could not be built (is the Go module proxy reachable?): sandboxes run under runc"
 		return 0
 	fi
+	if ! owner_only "$runsc"; then
+		unsafe_runsc "$runsc"
+		return 0
+	fi
 	runsc_advice "$runsc" "$DOCKERD_SYSTEM_CONFIG" "systemctl reload docker, or kill -HUP the dockerd pid"
+}
+
+# unsafe_runsc RUNSC: says why RUNSC is not registered.
+unsafe_runsc() {
+	log "warning: $1 or a directory above it belongs to, or can be written by, another user, who could replace what dockerd runs as root: not registered, sandboxes run under runc. Build it where only root writes (HOME=/root make run, or DRYDOCK_RUNSC_PATH)"
 }
 
 # stop_dockerd: stops the dockerd start_dockerd started, never another

@@ -191,3 +191,69 @@ func TestUnwritableDaemonJSONDoesNotStopMakeRun(t *testing.T) {
 		t.Errorf("no warning that gVisor is left out:\n%s", out)
 	}
 }
+
+// dockerd runs its runtimes as root: a runsc that another user could
+// replace (a cache under a HOME that sudo -E kept) is not registered.
+func TestRunscOthersCanReplaceIsNotRegistered(t *testing.T) {
+	e := setup(t)
+	shared := filepath.Join(e.dir, "shared")
+	if err := os.Mkdir(shared, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(shared, 0o777) // past the umask
+	runsc := filepath.Join(shared, "runsc")
+	if err := os.WriteFile(runsc, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	e.vars = append(e.vars, "DRYDOCK_RUNSC_PATH="+runsc)
+	out, args := e.startDockerd(t)
+	if cfg := configFile(args); cfg != "" {
+		t.Errorf("a runsc in a world-writable directory was registered in %s", cfg)
+	}
+	if !strings.Contains(out, "another user") || !strings.Contains(out, "run under runc") {
+		t.Errorf("no warning:\n%s", out)
+	}
+}
+
+func TestOwnerOnly(t *testing.T) {
+	e := setup(t)
+	mk := func(path string, mode os.FileMode) string {
+		t.Helper()
+		p := filepath.Join(e.dir, path)
+		if strings.HasSuffix(path, "/") {
+			os.MkdirAll(p, 0o755)
+		} else if err := os.WriteFile(p, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		os.Chmod(p, mode)
+		return p
+	}
+	mk("ok/", 0o755)
+	mk("sticky/", os.ModeSticky|0o777)
+	mk("open/", 0o777)
+	mk("group/", 0o775)
+	cases := map[string]bool{
+		mk("ok/runsc", 0o755):                 true,
+		mk("sticky/runsc", 0o755):             true, // like /tmp: only its owner replaces it
+		mk("open/runsc", 0o755):               false,
+		mk("group/runsc", 0o755):              false,
+		mk("ok/writable", 0o757):              false,
+		mk("ok/gwritable", 0o775):             false,
+		filepath.Join(e.dir, "ok", "missing"): false,
+	}
+	other := mk("ok/other", 0o755)
+	if err := os.Chown(other, 65534, 65534); err == nil {
+		cases[other] = false
+	}
+	if err := os.Symlink(filepath.Join(e.dir, "open", "runsc"), filepath.Join(e.dir, "ok", "link")); err == nil {
+		cases[filepath.Join(e.dir, "ok", "link")] = false // judged by where it leads
+	}
+	for p, want := range cases {
+		cmd := exec.Command("bash", "-c", ". scripts/lib.sh && owner_only \"$1\"", "sh", p)
+		cmd.Dir = ".."
+		err := cmd.Run()
+		if got := err == nil; got != want {
+			t.Errorf("owner_only %s = %v, want %v", strings.TrimPrefix(p, e.dir), got, want)
+		}
+	}
+}
