@@ -3,7 +3,12 @@
 // server (cold, and warm when the server has a sandbox pool), toolboxd round
 // trips beside the engine's own exec in the same sandbox, schedule
 // throughput and status latency, the agent's per-step overhead, workspace
-// archive throughput, and how many idle desktop sandboxes fit.
+// archive throughput, and how many idle desktop sandboxes fit. The
+// isolation measure runs the sandbox figures under runc and under gVisor on
+// one engine, the two taking turns, and pairs them with their ratio
+// (Compare); a sandbox's memory there is what the host pays, read both from
+// its cgroup and from the PSS of its host processes (hostmem.go), since
+// gVisor's sentry and gofer are not the sandbox's own processes.
 //
 // Every measure appends Results (a distribution with p50/p95/p99, or one
 // figure) to a Report that also describes the machine and names the command;

@@ -45,6 +45,8 @@ type Report struct {
 	Duration string         `json:"duration,omitempty"`
 	Results  []Result       `json:"results"`
 	Targets  []TargetStatus `json:"targets,omitempty"`
+	// Comparisons set runc and gVisor side by side (the isolation measure).
+	Comparisons []Comparison `json:"comparisons,omitempty"`
 
 	mu      sync.Mutex
 	started time.Time
@@ -99,6 +101,9 @@ func (r *Report) Finish(targets []Target, measures []string) {
 	r.Machine.LoadEnd = LoadAverage()
 	r.Duration = time.Since(r.started).Round(time.Second).String()
 	r.Targets = Check(r, targets, measures)
+	r.mu.Lock()
+	r.Comparisons = Compare(r.Results)
+	r.mu.Unlock()
 }
 
 // WriteJSON writes the report to path.
@@ -157,6 +162,7 @@ func (r *Report) Markdown(w io.Writer) {
 		}
 		fmt.Fprintf(w, "| %s |\n", strings.Join(cells, " | "))
 	}
+	markdownComparisons(w, r.Comparisons)
 	if len(r.Targets) == 0 {
 		return
 	}

@@ -38,6 +38,9 @@ type Options struct {
 	DensityMax        int
 	DensityReserveMiB int
 	DensitySettle     time.Duration
+	// IsolationIdle is how many idle sandboxes per isolation the isolation
+	// measure holds at once to read their memory.
+	IsolationIdle int
 	// AgentSteps is the length of each scripted agent run.
 	AgentSteps int
 	API        APIOptions
@@ -47,10 +50,10 @@ type Options struct {
 
 // Measures in the order "all" runs them: the cheap, engine-free ones first,
 // density last since it fills the machine.
-var Measures = []string{"api", "agent", "sandbox", "tools", "archive", "schedule", "density"}
+var Measures = []string{"api", "agent", "sandbox", "tools", "archive", "schedule", "isolation", "density"}
 
 // engineMeasures need a container engine.
-var engineMeasures = []string{"sandbox", "tools", "archive", "schedule", "density"}
+var engineMeasures = []string{"sandbox", "tools", "archive", "schedule", "isolation", "density"}
 
 // Suite runs measures and collects their results in one Report.
 type Suite struct {
@@ -69,6 +72,12 @@ func New(opts Options, version, command string) (*Suite, error) {
 	}
 	if opts.RoundTrips < 1 || opts.ArchiveMiB < 1 || opts.DensityMax < 1 || opts.AgentSteps < 2 {
 		return nil, drydock.Errorf(drydock.EINVALID, "round trips, archive size and density bound must be at least 1, agent steps at least 2")
+	}
+	if opts.IsolationIdle == 0 {
+		opts.IsolationIdle = 3
+	}
+	if opts.IsolationIdle < 1 || opts.IsolationIdle > maxIsolationIdle {
+		return nil, drydock.Errorf(drydock.EINVALID, "--isolation-idle must be between 1 and %d, got %d", maxIsolationIdle, opts.IsolationIdle)
 	}
 	if len(opts.Profiles) == 0 {
 		opts.Profiles = []drydock.Profile{drydock.ProfileHeadless, drydock.ProfileDesktop}
@@ -160,6 +169,8 @@ func (s *Suite) engineMeasure(ctx context.Context, m string, e *engine) error {
 		return s.Archive(ctx, e)
 	case "schedule":
 		return s.Schedule(ctx, e)
+	case "isolation":
+		return s.Isolation(ctx, e)
 	case "density":
 		return s.Density(ctx, e)
 	}

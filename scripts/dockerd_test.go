@@ -4,7 +4,9 @@
 package scripts_test
 
 import (
+	"encoding/json"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -43,14 +45,33 @@ func fakeDockerd(args []string) {
 		}
 	}
 	record("args", strings.Join(args, "\n"))
-	var host, pidfile string
+	var host, pidfile, config string
 	for i := 0; i+1 < len(args); i++ {
 		switch args[i] {
 		case "--host":
 			host = args[i+1]
 		case "--pidfile":
 			pidfile = args[i+1]
+		case "--config-file":
+			config = args[i+1]
 		}
+	}
+	// Like dockerd, refuse a config file that is not JSON, and list the
+	// runtimes it registers (beside runc) in /info.
+	runtimes := map[string]any{"runc": map[string]any{"path": "runc"}}
+	if config != "" {
+		var cfg struct {
+			Runtimes map[string]any `json:"runtimes"`
+		}
+		b, err := os.ReadFile(config)
+		if err == nil {
+			err = json.Unmarshal(b, &cfg)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "config file:", err)
+			os.Exit(1)
+		}
+		maps.Copy(runtimes, cfg.Runtimes)
 	}
 	l, err := net.Listen("unix", strings.TrimPrefix(host, "unix://"))
 	if err != nil {
@@ -63,6 +84,9 @@ func fakeDockerd(args []string) {
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /_ping", func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "OK") })
+	mux.HandleFunc("GET /info", func(w http.ResponseWriter, r *http.Request) {
+		json.NewEncoder(w).Encode(map[string]any{"Runtimes": runtimes, "LiveRestoreEnabled": true})
+	})
 	mux.HandleFunc("GET /containers/json", func(w http.ResponseWriter, r *http.Request) {
 		record("requests", "list "+r.URL.Query().Get("filters"))
 		fmt.Fprintf(w, `[{"Id":%q,"Labels":{"drydock.managed":"true"}}]`, sandboxID)
@@ -108,12 +132,21 @@ func setup(t *testing.T) *env {
 	if err := os.WriteFile(filepath.Join(bin, "dockerd"), data, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	// A stand-in for gVisor's runsc: registering it checks who can replace it.
+	if err := os.WriteFile(filepath.Join(dir, "runsc"), []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	e := &env{dir: dir, runDir: filepath.Join(dir, "run"), sock: filepath.Join(dir, "d.sock")}
 	e.vars = append(os.Environ(),
 		"PATH="+bin+":"+os.Getenv("PATH"),
 		"DRYDOCK_RUN_DIR="+e.runDir,
 		"DOCKERD_LOG="+filepath.Join(dir, "dockerd.log"),
 		"FAKE_DOCKERD_DIR="+dir,
+		// gVisor: a runsc that needs no build, and no operator's
+		// daemon.json unless a test writes one.
+		"DRYDOCK_RUNSC_PATH="+filepath.Join(dir, "runsc"),
+		"DOCKERD_SYSTEM_CONFIG="+filepath.Join(dir, "etc-daemon.json"),
+		"DRYDOCK_ISOLATION=",
 	)
 	return e
 }

@@ -69,18 +69,16 @@ our_dockerd() {
 # keeps running jobs) and a pidfile for stop_dockerd, and waits until it
 # answers. DOCKERD names the binary (tests give a fake).
 start_dockerd() {
-	local host=$1 pid
+	local host=$1 pid config
 	mkdir -p "$DRYDOCK_RUN_DIR" "$(dirname "$DOCKERD_LOG")"
 	# dockerd refuses to start over a pidfile whose pid is alive.
 	our_dockerd >/dev/null || rm -f "$DOCKERD_PIDFILE"
-	# gVisor's runsc is not registered here yet: under it the fork and
-	# memory bombs end the sandbox instead of being contained, and egress,
-	# Jupyter and the live desktop are untested (issue 17). The server's
-	# --isolation auto then runs sandboxes under runc and says so.
+	config=$(dockerd_config) || config=""
 	log "starting dockerd --live-restore on $host (log: $DOCKERD_LOG)"
 	nohup "${DOCKERD:-dockerd}" --host "$host" --live-restore --pidfile "$DOCKERD_PIDFILE" \
-		>"$DOCKERD_LOG" 2>&1 </dev/null &
+		${config:+--config-file "$config"} >"$DOCKERD_LOG" 2>&1 </dev/null &
 	echo "$host" >"$DOCKERD_HOSTFILE"
+	DOCKERD_STARTED=1
 	for _ in $(seq 120); do
 		if engine_answers "$host"; then
 			pid=$(our_dockerd) || pid="?"
@@ -92,6 +90,136 @@ start_dockerd() {
 	echo "dockerd did not answer on $host within 60 s; last lines of $DOCKERD_LOG:" >&2
 	tail -n 20 "$DOCKERD_LOG" >&2
 	return 1
+}
+
+# The daemon.json of the dockerd make run starts, and the operator's own,
+# which a dockerd started without --config-file reads.
+DOCKERD_CONFIG="$DRYDOCK_RUN_DIR/daemon.json"
+DOCKERD_SYSTEM_CONFIG="${DOCKERD_SYSTEM_CONFIG:-/etc/docker/daemon.json}"
+
+# runsc_runtimes RUNSC: the daemon.json entry that registers RUNSC as the
+# runtime "runsc". --host-uds=all lets the sandbox use the host's unix
+# sockets Drydock bind-mounts (toolboxd's, the egress proxy's).
+runsc_runtimes() {
+	printf '"runtimes": {"runsc": {"path": "%s", "runtimeArgs": ["--host-uds=all"]}}' "$1"
+}
+
+# wants_gvisor: false when the operator chose runc (DRYDOCK_ISOLATION=runc,
+# the server's own setting), which spares building runsc.
+wants_gvisor() {
+	[ "${DRYDOCK_ISOLATION:-auto}" != runc ]
+}
+
+# owner_only PATH: PATH and every directory above it belong to root or to
+# this user and no one else can write them (a sticky directory such as /tmp
+# excepted, whose entries only their owner replaces). dockerd runs the
+# runtime it registers as root: a runsc that another user can replace (a
+# cache under a HOME kept by sudo -E) would be theirs to run as root.
+owner_only() {
+	local p me st mode go
+	p=$(readlink -f "$1") || return 1
+	me=$(id -u)
+	while :; do
+		st=$(stat -c '%u %a' "$p" 2>/dev/null) || return 1
+		case "${st%% *}" in 0 | "$me") ;; *) return 1 ;; esac
+		mode=${st#* }
+		go=${mode#"${mode%??}"} # the group and other digits
+		case "$go" in
+		*[2367]*)
+			# Writable by others: only a sticky directory will do.
+			[ -d "$p" ] && [ ${#mode} -eq 4 ] || return 1
+			case "${mode%???}" in 1 | 3 | 5 | 7) ;; *) return 1 ;; esac
+			;;
+		esac
+		[ "$p" = / ] && return 0
+		p=$(dirname "$p")
+	done
+}
+
+# dockerd_config: prints the daemon.json (none: dockerd's default) that
+# registers gVisor's runsc (built once, cached) in the dockerd make run
+# starts, so that the server's --isolation auto picks it. The operator's
+# /etc/docker/daemon.json is never rewritten, nor dropped by a
+# --config-file of ours: with one, dockerd reads it unchanged and the lines
+# to add are printed. A runsc that cannot be built (no Go module proxy)
+# leaves sandboxes under runc, with a warning; make run goes on.
+dockerd_config() {
+	local runsc
+	wants_gvisor || return 0
+	if ! runsc=$(ensure_runsc); then
+		log "warning: gVisor's runsc could not be built (is the Go module proxy reachable?): sandboxes run under runc, the server says so at start and on /readyz"
+		return 0
+	fi
+	if ! owner_only "$runsc"; then
+		unsafe_runsc "$runsc"
+		return 0
+	fi
+	if [ -s "$DOCKERD_SYSTEM_CONFIG" ] && [ -n "$(tr -d ' \t\r\n{}' <"$DOCKERD_SYSTEM_CONFIG")" ]; then
+		if grep -q '"runsc"' "$DOCKERD_SYSTEM_CONFIG"; then
+			log "gVisor: $DOCKERD_SYSTEM_CONFIG registers a runtime \"runsc\"; dockerd reads it"
+		else
+			runsc_advice "$runsc" "$DOCKERD_SYSTEM_CONFIG" "kill -HUP \$(cat $DOCKERD_PIDFILE)"
+		fi
+		return 0
+	fi
+	if ! { mkdir -p "$(dirname "$DOCKERD_CONFIG")" && printf '{%s}\n' "$(runsc_runtimes "$runsc")" >"$DOCKERD_CONFIG"; }; then
+		log "warning: could not write $DOCKERD_CONFIG: sandboxes run under runc"
+		return 0
+	fi
+	log "gVisor: runsc ($runsc) registered as the runtime \"runsc\" in $DOCKERD_CONFIG"
+	echo "$DOCKERD_CONFIG"
+}
+
+# runsc_advice RUNSC CONFIG RELOAD: says how to register RUNSC in an
+# engine's daemon.json CONFIG that make run does not write, and that
+# sandboxes run under runc until then.
+runsc_advice() {
+	log "warning: gVisor is not registered with this engine, so sandboxes run under runc (the server warns at start and on /readyz). To run them under gVisor, add this key to $2:"
+	printf '    %s\n' "$(runsc_runtimes "$1")" >&2
+	log "then reload the engine ($3) and restart the server"
+}
+
+# engine_has_runsc HOST: the engine at HOST lists a runtime named runsc.
+engine_has_runsc() {
+	local info
+	case "$1" in
+	tcp://*) info=$(curl -sf --max-time 5 "http://${1#tcp://}/info" 2>/dev/null) ;;
+	*) info=$(curl -sf --max-time 5 --unix-socket "${1#unix://}" http://docker/info 2>/dev/null) ;;
+	esac
+	printf '%s' "$info" | grep -q '"runsc":'
+}
+
+# check_gvisor HOST: says what isolation the server's --isolation auto will
+# find on the engine at HOST, and for an engine make run did not start and
+# does not configure (a system dockerd), how to add gVisor to it.
+check_gvisor() {
+	local runsc
+	if engine_has_runsc "$1"; then
+		log "gVisor: the engine has runsc; sandboxes run under gVisor (--isolation auto)"
+		return 0
+	fi
+	wants_gvisor || return 0
+	if our_dockerd >/dev/null; then
+		# dockerd_config said why when it started this engine; one an
+		# earlier make run started has no runsc until it starts again.
+		[ -n "${DOCKERD_STARTED:-}" ] ||
+			log "the dockerd an earlier make run started has no runsc: sandboxes run under runc (make stop, then make run, registers it)"
+		return 0
+	fi
+	if ! runsc=$(ensure_runsc); then
+		log "warning: this engine has no runtime runsc and gVisor's runsc could not be built (is the Go module proxy reachable?): sandboxes run under runc"
+		return 0
+	fi
+	if ! owner_only "$runsc"; then
+		unsafe_runsc "$runsc"
+		return 0
+	fi
+	runsc_advice "$runsc" "$DOCKERD_SYSTEM_CONFIG" "systemctl reload docker, or kill -HUP the dockerd pid"
+}
+
+# unsafe_runsc RUNSC: says why RUNSC is not registered.
+unsafe_runsc() {
+	log "warning: $1 or a directory above it belongs to, or can be written by, another user, who could replace what dockerd runs as root: not registered, sandboxes run under runc. Build it where only root writes (HOME=/root make run, or DRYDOCK_RUNSC_PATH)"
 }
 
 # stop_dockerd: stops the dockerd start_dockerd started, never another

@@ -28,6 +28,7 @@ if ! engine_answers "$SOCK"; then
 	fi
 fi
 export DOCKER_HOST="$SOCK"
+check_gvisor "$SOCK"
 if curl -sf --max-time 5 --unix-socket "${SOCK#unix://}" http://docker/info 2>/dev/null | grep -q '"LiveRestoreEnabled":false'; then
 	log "this engine runs without live-restore: restarting it ends running jobs. Add {\"live-restore\": true} to /etc/docker/daemon.json and reload it (systemctl reload docker)"
 fi
