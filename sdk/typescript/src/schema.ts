@@ -547,7 +547,7 @@ export interface components {
              * @description Offer the agent the ask_user tool: it may ask a question (shown as waiting_for) and waits for a message, or for the server's --ask-timeout (default 30m), then goes on. Without it the tool is not offered and the agent is told that nobody answers.
              * @default false
              */
-            interactive: boolean;
+            interactive?: boolean;
         };
         Job: {
             /** Format: uuid */

@@ -9,7 +9,8 @@ import { describe, test } from "node:test";
 const sdk = await import(process.env.DRYDOCK_SDK_MODULE || new URL("../dist/index.js", import.meta.url).href);
 const { Client, ApiError, ConnectionError, DrydockError, ScheduleError, isTerminal } = sdk;
 const baseUrl = process.env.DRYDOCK_URL;
-const client = new Client({ baseUrl, backoffMinMs: 10, backoffMaxMs: 50 });
+const token = process.env.DRYDOCK_TOKEN;
+const client = new Client({ baseUrl, token, backoffMinMs: 10, backoffMaxMs: 50 });
 
 // A job that writes notes/ and SUMMARY.md in two quick steps.
 const quick = (tag) => ({ task: `[fake:steps=2] [fake:delay=10ms] ${tag}` });
@@ -195,7 +196,7 @@ describe("scheduling", () => {
       }
       return resp;
     };
-    const c = new Client({ baseUrl, fetch: lossy, backoffMinMs: 5, backoffMaxMs: 10 });
+    const c = new Client({ baseUrl, token, fetch: lossy, backoffMinMs: 5, backoffMaxMs: 10 });
     const tag = `lossy-${Date.now()}`;
     const j = await c.schedule(quick(tag));
     assert.equal(calls, 2);
@@ -210,7 +211,7 @@ describe("scheduling", () => {
     const down = async () => {
       throw new TypeError("fetch failed");
     };
-    const c = new Client({ baseUrl, fetch: down, retries: 2, backoffMinMs: 1, backoffMaxMs: 2 });
+    const c = new Client({ baseUrl, token, fetch: down, retries: 2, backoffMinMs: 1, backoffMaxMs: 2 });
     await assert.rejects(c.schedule(quick("never"), { idempotencyKey: "k-unknown" }), (err) => {
       assert.ok(err instanceof ScheduleError);
       assert.equal(err.key, "k-unknown");
@@ -276,6 +277,11 @@ describe("the rest of the API", () => {
     assert.equal(client.url("webJobs"), `${baseUrl}/`);
     assert.equal(client.url("webJob", { path: { id: "a b" } }), `${baseUrl}/jobs/a%20b`);
     assert.equal(client.url("jupyterGet", { path: { id: "j", path: "api/kernels" } }), `${baseUrl}/jobs/j/jupyter/api/kernels`);
+  });
+
+  test("a request without the token is unauthorized", async () => {
+    const anon = new Client({ baseUrl });
+    await assert.rejects(anon.listJobs(), (err) => err instanceof ApiError && err.status === 401 && err.code === "unauthorized");
   });
 
   test("a server that is not there is a ConnectionError", async () => {
