@@ -238,7 +238,7 @@ class AsyncClient:
                     connected = True
                     p.new_connection()
                     try:
-                        async for chunk in resp.aiter_raw():
+                        async for chunk in resp.aiter_bytes():
                             for e in p.feed(chunk):
                                 progressed = True
                                 yield e
@@ -259,13 +259,34 @@ class AsyncClient:
             delay = min(delay * 2, self._backoff[1])
 
     async def wait(self, job_id: str) -> Job:
-        """Waits until the job is terminal and returns it, following its event stream."""
+        """Waits until the job is terminal and returns it. It follows the
+        event stream, which tells it the moment the job ends, and polls when
+        the stream is not available (a proxy that buffers or refuses streams)."""
         j = await self.get_job(job_id)
-        while not c.is_terminal(j.get("status")):
+        if c.is_terminal(j.get("status")):
+            return j
+        try:
             async for _ in self.stream_events(job_id):
                 pass
             j = await self.get_job(job_id)
-        return j
+            if c.is_terminal(j.get("status")):
+                return j
+        except ApiError as e:
+            if e.status in (401, 403, 404):
+                raise
+        except DrydockError:
+            pass
+        delay = 1.0
+        while True:
+            try:
+                j = await self.get_job(job_id)
+                if c.is_terminal(j.get("status")):
+                    return j
+            except (ConnectError, ApiError) as e:
+                if isinstance(e, ApiError) and not e.retryable:
+                    raise
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 5.0)
 
     # The workspace.
 

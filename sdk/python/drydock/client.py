@@ -236,7 +236,7 @@ class Client:
                     connected = True
                     p.new_connection()
                     try:
-                        for chunk in resp.iter_raw():
+                        for chunk in resp.iter_bytes():
                             for e in p.feed(chunk):
                                 progressed = True
                                 yield e
@@ -257,13 +257,34 @@ class Client:
             delay = min(delay * 2, self._backoff[1])
 
     def wait(self, job_id: str) -> Job:
-        """Waits until the job is terminal and returns it, following its event stream."""
+        """Waits until the job is terminal and returns it. It follows the
+        event stream, which tells it the moment the job ends, and polls when
+        the stream is not available (a proxy that buffers or refuses streams)."""
         j = self.get_job(job_id)
-        while not c.is_terminal(j.get("status")):
+        if c.is_terminal(j.get("status")):
+            return j
+        try:
             for _ in self.stream_events(job_id):
                 pass
             j = self.get_job(job_id)
-        return j
+            if c.is_terminal(j.get("status")):
+                return j
+        except ApiError as e:
+            if e.status in (401, 403, 404):
+                raise
+        except DrydockError:
+            pass
+        delay = 1.0
+        while True:
+            try:
+                j = self.get_job(job_id)
+                if c.is_terminal(j.get("status")):
+                    return j
+            except (ConnectError, ApiError) as e:
+                if isinstance(e, ApiError) and not e.retryable:
+                    raise
+            time.sleep(delay)
+            delay = min(delay * 2, 5.0)
 
     # The workspace.
 

@@ -211,6 +211,23 @@ class Scheduling(unittest.TestCase):
         self.assertEqual(cm.exception.attempts, 3)
         self.assertIsInstance(cm.exception.__cause__, drydock.ConnectError)
 
+    def test_wait_polls_when_a_proxy_does_not_pass_the_event_stream_through(self) -> None:
+        class Buffering(httpx.BaseTransport):
+            def __init__(self) -> None:
+                self.inner = httpx.HTTPTransport()
+
+            def handle_request(self, request: httpx.Request) -> httpx.Response:
+                if request.url.params.get("stream") == "true":
+                    return httpx.Response(200, json={"events": []})
+                return self.inner.handle_request(request)
+
+            def close(self) -> None:
+                self.inner.close()
+
+        with drydock.Client(URL, TOKEN, transport=Buffering()) as dd:
+            j = dd.schedule(task=quick("polled"))
+            self.assertEqual(dd.wait(j["job_id"])["status"], "complete")
+
     def test_a_refused_request_carries_the_api_error(self) -> None:
         with self.assertRaises(drydock.ApiError) as cm:
             self.dd.schedule(task="")
@@ -311,8 +328,10 @@ class Async(unittest.IsolatedAsyncioTestCase):
         async with drydock.AsyncClient(URL, TOKEN) as dd:
             j = await dd.schedule(task=hanging("async"), workspace=os.environ["DRYDOCK_SDK_UPLOAD"])
             jid = j["job_id"]
+            # A step taken: the uploaded workspace is unpacked before the
+            # agent starts, while "running" may come before that.
             for _ in range(400):
-                if (await dd.get_job(jid))["status"] == "running":
+                if (await dd.get_job(jid)).get("steps", 0) >= 1:
                     break
                 await asyncio.sleep(0.025)
             self.assertEqual(await dd.read_text(jid, "hello.txt"), "hello from an upload\n")

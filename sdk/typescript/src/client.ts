@@ -359,16 +359,42 @@ export class Client {
     });
   }
 
-  /** Waits until the job is terminal and returns it, following its event stream. */
+  /**
+   * Waits until the job is terminal and returns it. It follows the event
+   * stream, which tells it the moment the job ends, and polls when the stream
+   * is not available (a proxy that buffers or refuses streams).
+   */
   async wait(id: string, opts: { signal?: AbortSignal } = {}): Promise<Job> {
     let j = await this.getJob(id, opts);
-    while (!isTerminal(j.status)) {
+    if (isTerminal(j.status)) {
+      return j;
+    }
+    try {
       for await (const _ of this.streamEvents(id, { signal: opts.signal })) {
         // Only the stream's end matters.
       }
       j = await this.getJob(id, opts);
+      if (isTerminal(j.status)) {
+        return j;
+      }
+    } catch (err) {
+      if (opts.signal?.aborted || (err instanceof ApiError && [401, 403, 404].includes(err.status))) {
+        throw err;
+      }
     }
-    return j;
+    for (let delay = 1000; ; delay = Math.min(delay * 2, 5000)) {
+      try {
+        j = await this.getJob(id, opts);
+        if (isTerminal(j.status)) {
+          return j;
+        }
+      } catch (err) {
+        if (opts.signal?.aborted || !(err instanceof ConnectionError || (err instanceof ApiError && err.retryable))) {
+          throw err;
+        }
+      }
+      await sleep(delay, opts.signal);
+    }
   }
 
   /** The archived workspace as bytes: "tar.gz" (default) or "zip". ApiError conflict until it is archived. */

@@ -221,6 +221,18 @@ describe("scheduling", () => {
     });
   });
 
+  test("wait polls when a proxy does not pass the event stream through", async () => {
+    const buffering = async (url, init) => {
+      if (String(url).includes("stream=true")) {
+        return new Response('{"events":[]}', { headers: { "Content-Type": "application/json" } });
+      }
+      return fetch(url, init);
+    };
+    const c = new Client({ baseUrl, token, fetch: buffering });
+    const j = await c.schedule(quick("polled"));
+    assert.equal((await c.wait(j.job_id)).status, "complete");
+  });
+
   test("a refused request is not retried and carries the API's error", async () => {
     await assert.rejects(client.schedule({ task: "" }), (err) => err instanceof ApiError && err.status === 400 && err.code === "invalid" && /task/.test(err.message));
     await assert.rejects(client.schedule(quick("x"), { idempotencyKey: "bad\nkey" }), DrydockError);
