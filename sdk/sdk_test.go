@@ -62,8 +62,17 @@ func requirePython(t *testing.T) string {
 var (
 	npmOnce sync.Once
 	npmDir  string
+	npmTemp bool // npmDir is a temporary install, removed after the tests
 	npmErr  error
 )
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if npmTemp {
+		os.RemoveAll(npmDir)
+	}
+	os.Exit(code)
+}
 
 // typescriptTools returns a directory whose node_modules holds the SDK's
 // pinned dev tools (openapi-typescript, typescript): sdk/typescript itself
@@ -81,6 +90,7 @@ func typescriptTools(t *testing.T) string {
 			npmErr = err
 			return
 		}
+		npmDir, npmTemp = dir, true // removed by TestMain even when npm ci fails
 		for _, f := range []string{"package.json", "package-lock.json", ".npmrc"} {
 			b, err := os.ReadFile(filepath.Join("typescript", f))
 			if err == nil {
@@ -97,7 +107,7 @@ func typescriptTools(t *testing.T) string {
 			npmErr = fmt.Errorf("npm ci: %v\n%s", err, out)
 			return
 		}
-		npmDir = dir
+		npmDir, npmTemp = dir, true
 	})
 	if npmErr != nil {
 		if os.Getenv("DRYDOCK_TEST_E2E") == "" {

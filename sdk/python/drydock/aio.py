@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+import os
 from os import PathLike
 from typing import IO, Any, BinaryIO, Literal
 
@@ -313,6 +314,12 @@ class AsyncClient:
                     async for chunk in resp.aiter_bytes():
                         f.write(chunk)
                         n += len(chunk)
+                except BaseException:
+                    if f is not to:
+                        # A cut download must not look like an archive.
+                        f.close()
+                        os.unlink(to)  # type: ignore[arg-type]
+                    raise
                 finally:
                     if f is not to:
                         f.close()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator, Mapping, Sequence
+import os
 from os import PathLike
 from typing import IO, Any, BinaryIO, Literal
 
@@ -311,6 +312,12 @@ class Client:
                     for chunk in resp.iter_bytes():
                         f.write(chunk)
                         n += len(chunk)
+                except BaseException:
+                    if f is not to:
+                        # A cut download must not look like an archive.
+                        f.close()
+                        os.unlink(to)  # type: ignore[arg-type]
+                    raise
                 finally:
                     if f is not to:
                         f.close()

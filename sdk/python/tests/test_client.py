@@ -8,6 +8,7 @@ import asyncio
 import io
 import os
 import tarfile
+import tempfile
 import time
 import unittest
 import uuid
@@ -63,6 +64,14 @@ class FinishedJob(unittest.TestCase):
         self.assertEqual(seqs, sorted(set(seqs)))
         self.assertEqual([e["seq"] for e in self.dd.stream_events(self.id, after=seqs[2])], seqs[3:])
 
+    def test_a_stream_cut_after_its_first_event_resumes_with_last_event_id(self) -> None:
+        t = _CutsFirstStream()
+        with drydock.Client(URL, TOKEN, transport=t, backoff_min=0.005, backoff_max=0.01) as dd:
+            got = [e["seq"] for e in dd.stream_events(self.id)]
+        want = [e["seq"] for e in self.dd.events(self.id, limit=1000)["events"]]
+        self.assertEqual(got, want)
+        self.assertEqual(t.last_ids, [None, str(want[0])])
+
     def test_download_as_tar_gz_and_zip(self) -> None:
         tgz = self.dd.download(self.id)
         with tarfile.open(fileobj=io.BytesIO(tgz), mode="r:gz") as tf:
@@ -71,6 +80,11 @@ class FinishedJob(unittest.TestCase):
         buf = io.BytesIO()
         n = self.dd.download(self.id, to=buf)
         self.assertEqual(n, len(buf.getvalue()))
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "ws.tar.gz")
+            self.assertEqual(self.dd.download(self.id, to=path), len(tgz))
+            with open(path, "rb") as f:
+                self.assertEqual(f.read(), tgz)
         with self.assertRaises(drydock.DrydockError):
             self.dd.download(self.id, "rar")  # type: ignore[arg-type]
 
@@ -166,6 +180,35 @@ class _LosesFirstAnswer(httpx.BaseTransport):
                 resp.close()
                 raise httpx.ReadError("connection reset by peer", request=request)
         return resp
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+class _CutsFirstStream(httpx.BaseTransport):
+    """Passes the first event of the first event stream, then resets it."""
+
+    def __init__(self) -> None:
+        self.inner = httpx.HTTPTransport()
+        self.last_ids: list[str | None] = []
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        resp = self.inner.handle_request(request)
+        if request.url.params.get("stream") != "true":
+            return resp
+        self.last_ids.append(request.headers.get("Last-Event-ID"))
+        if len(self.last_ids) > 1:
+            return resp
+        body = resp.read()
+        resp.close()
+        first = body[: body.index(b"\n\n", body.index(b"id:")) + 2]
+
+        class Cut(httpx.SyncByteStream):
+            def __iter__(self):  # type: ignore[override]
+                yield first
+                raise httpx.ReadError("connection reset by peer", request=request)
+
+        return httpx.Response(resp.status_code, headers={"Content-Type": resp.headers["content-type"]}, stream=Cut())
 
     def close(self) -> None:
         self.inner.close()

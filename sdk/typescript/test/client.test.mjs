@@ -65,6 +65,33 @@ describe("a finished job", async () => {
     assert.deepEqual(resumed, seqs.slice(3));
   });
 
+  test("a stream cut after its first event resumes with Last-Event-ID and gives each event once", async () => {
+    const lastIds = [];
+    const cutting = async (url, init) => {
+      const resp = await fetch(url, init);
+      if (!String(url).includes("stream=true")) return resp;
+      lastIds.push(new Headers(init.headers).get("Last-Event-ID"));
+      if (lastIds.length > 1) return resp;
+      const text = await resp.text();
+      const first = text.slice(0, text.indexOf("\n\n", text.indexOf("id:")) + 2);
+      const body = new ReadableStream({
+        start(ctrl) {
+          ctrl.enqueue(new TextEncoder().encode(first));
+        },
+        pull(ctrl) {
+          ctrl.error(new TypeError("terminated: the connection was reset"));
+        },
+      });
+      return new Response(body, { status: resp.status, headers: resp.headers });
+    };
+    const c = new Client({ baseUrl, token, fetch: cutting, backoffMinMs: 5, backoffMaxMs: 10 });
+    const all = (await client.events(job.job_id, { limit: 1000 })).events.map((e) => e.seq);
+    const got = [];
+    for await (const e of c.streamEvents(job.job_id)) got.push(e.seq);
+    assert.deepEqual(got, all);
+    assert.deepEqual(lastIds, [null, String(all[0])]);
+  });
+
   test("the workspace downloads as tar.gz and zip", async () => {
     const tgz = await client.download(job.job_id);
     assert.deepEqual([...tgz.subarray(0, 2)], [0x1f, 0x8b]);
