@@ -269,3 +269,18 @@ func lastLines(b []byte, n int) string {
 	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
 	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
+
+// TestPythonSDKTypeChecks runs mypy --strict on the library (its methods'
+// return types are what users' type checkers see) and on the suite (which
+// uses the SDK as a user would).
+func TestPythonSDKTypeChecks(t *testing.T) {
+	py := requirePython(t)
+	if exec.Command(py, "-m", "mypy", "--version").Run() != nil {
+		t.Skip("mypy is not installed (apt-get install mypy; make test installs it)")
+	}
+	cmd := exec.Command(py, "-m", "mypy", "--strict", "--cache-dir", t.TempDir(), "drydock", "tests")
+	cmd.Dir = "python"
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Errorf("mypy --strict: %v\n%s", err, b)
+	}
+}

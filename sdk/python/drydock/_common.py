@@ -130,7 +130,7 @@ def backoff(attempt: int, lo: float, hi: float) -> float:
     """The pause before retry attempt (1, 2, ...): doubling from lo up to hi,
     drawn from its upper half so that clients cut off together do not come
     back in lockstep."""
-    d = min(lo * 2 ** min(attempt - 1, 20), hi)
+    d: float = min(lo * 2.0 ** min(attempt - 1, 20), hi)
     return d / 2 + random.random() * d / 2
 
 

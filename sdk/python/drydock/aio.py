@@ -7,7 +7,7 @@ import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 import os
 from os import PathLike
-from typing import IO, Any, BinaryIO, Literal
+from typing import IO, Any, BinaryIO, Literal, cast, overload
 
 import httpx
 
@@ -161,23 +161,23 @@ class AsyncClient:
                     # 202 is a message stored for a running job's agent, not a job.
                     raise await self._error(resp)
                 else:
-                    return c.decode_json(resp.headers, resp.status_code, resp.content, f"POST {resp.request.url.path}")
+                    return cast(Job, c.decode_json(resp.headers, resp.status_code, resp.content, f"POST {resp.request.url.path}"))
             if attempt > self._retries:
                 raise ScheduleError(key, attempt, cause)
             await asyncio.sleep(c.backoff(attempt, *self._backoff))
 
     async def get_job(self, job_id: str) -> Job:
         """A job by id; ApiError not_found if it does not exist or belongs to another token."""
-        return await self._json("getJob", path={"id": job_id})
+        return cast(Job, await self._json("getJob", path={"id": job_id}))
 
     async def status(self, job_id: str) -> Job:
         """The seed-compatible status route (GET /status/{id}): the same job as get_job."""
-        return await self._json("status", path={"id": job_id})
+        return cast(Job, await self._json("status", path={"id": job_id}))
 
     async def list_jobs(self, *, status: Sequence[str] | None = None, limit: int | None = None, cursor: str | None = None) -> JobPage:
         """One page of the jobs the token can see, newest first; next_cursor is empty on the last page."""
-        return await self._json("listJobs", query={"status": ",".join(status) if status else None, "limit": limit,
-                                             "cursor": cursor or None})
+        return cast(JobPage, await self._json("listJobs", query={"status": ",".join(status) if status else None, "limit": limit,
+                                             "cursor": cursor or None}))
 
     async def all_jobs(self, *, status: Sequence[str] | None = None, limit: int | None = None) -> AsyncIterator[Job]:
         """Every job matching status, following cursors page by page (limit is the page size)."""
@@ -195,17 +195,17 @@ class AsyncClient:
 
     async def cancel(self, job_id: str) -> Job:
         """Cancels a job: a pending one comes back cancelled, a running one stops shortly."""
-        return await self._json("cancelJob", path={"id": job_id})
+        return cast(Job, await self._json("cancelJob", path={"id": job_id}))
 
     async def pause(self, job_id: str) -> Job:
-        return await self._json("pauseJob", path={"id": job_id})
+        return cast(Job, await self._json("pauseJob", path={"id": job_id}))
 
     async def resume(self, job_id: str) -> Job:
-        return await self._json("resumeJob", path={"id": job_id})
+        return cast(Job, await self._json("resumeJob", path={"id": job_id}))
 
     async def set_egress(self, job_id: str, egress: Sequence[str]) -> Job:
         """Replaces the egress allowlist of a pending or running job; [] denies everything."""
-        return await self._json("setJobEgress", path={"id": job_id}, json={"egress": list(egress or [])})
+        return cast(Job, await self._json("setJobEgress", path={"id": job_id}, json={"egress": list(egress or [])}))
 
     # Events.
 
@@ -291,6 +291,13 @@ class AsyncClient:
 
     # The workspace.
 
+    @overload
+    async def download(self, job_id: str, format: Literal["tar.gz", "zip"] = ..., to: None = ...) -> bytes: ...
+
+    @overload
+    async def download(self, job_id: str, format: Literal["tar.gz", "zip"] = ..., *,
+                 to: str | PathLike[str] | BinaryIO) -> int: ...
+
     async def download(self, job_id: str, format: Literal["tar.gz", "zip"] = "tar.gz",
                  to: str | PathLike[str] | BinaryIO | None = None) -> bytes | int:
         """The archived workspace: its bytes, or, with to (a path or a binary
@@ -336,7 +343,7 @@ class AsyncClient:
         resp = await self.request("workspaceFile", path={"id": job_id, "path": c.clean_path(path)})
         if resp.headers.get("content-disposition"):
             raise DrydockError(f"{path} is a file, not a directory: use read_file")
-        return c.decode_json(resp.headers, resp.status_code, resp.content, "GET /v1/jobs/{id}/files")
+        return cast(Listing, c.decode_json(resp.headers, resp.status_code, resp.content, "GET /v1/jobs/{id}/files"))
 
     async def read_file(self, job_id: str, path: str) -> bytes:
         """A workspace file's bytes, any size."""
@@ -374,15 +381,15 @@ class AsyncClient:
 
     async def desktop_link(self, job_id: str, *, control: bool = False) -> Link:
         """A signed link to the job's live desktop (view-only unless control)."""
-        return await self._json("desktopLink", path={"id": job_id}, json={"control": control})
+        return cast(Link, await self._json("desktopLink", path={"id": job_id}, json={"control": control}))
 
     async def jupyter_link(self, job_id: str, *, control: bool = False) -> Link:
         """A signed link to the job's Jupyter server (view-only unless control)."""
-        return await self._json("jupyterLink", path={"id": job_id}, json={"control": control})
+        return cast(Link, await self._json("jupyterLink", path={"id": job_id}, json={"control": control}))
 
     async def trajectory(self, job_id: str) -> dict[str, Any]:
         """The job with its whole event log (format drydock.trajectory/v1), the input of `drydock replay`."""
-        return await self._json("exportTrajectory", path={"id": job_id})
+        return cast("dict[str, Any]", await self._json("exportTrajectory", path={"id": job_id}))
 
     # The server.
 
@@ -400,5 +407,5 @@ class AsyncClient:
 
     async def openapi(self) -> dict[str, Any]:
         """The server's OpenAPI document."""
-        return await self._json("openapi")
+        return cast("dict[str, Any]", await self._json("openapi"))
 

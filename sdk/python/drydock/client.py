@@ -7,7 +7,7 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 import os
 from os import PathLike
-from typing import IO, Any, BinaryIO, Literal
+from typing import IO, Any, BinaryIO, Literal, cast, overload
 
 import httpx
 
@@ -160,23 +160,23 @@ class Client:
                     # 202 is a message stored for a running job's agent, not a job.
                     raise self._error(resp)
                 else:
-                    return c.decode_json(resp.headers, resp.status_code, resp.content, f"POST {resp.request.url.path}")
+                    return cast(Job, c.decode_json(resp.headers, resp.status_code, resp.content, f"POST {resp.request.url.path}"))
             if attempt > self._retries:
                 raise ScheduleError(key, attempt, cause)
             time.sleep(c.backoff(attempt, *self._backoff))
 
     def get_job(self, job_id: str) -> Job:
         """A job by id; ApiError not_found if it does not exist or belongs to another token."""
-        return self._json("getJob", path={"id": job_id})
+        return cast(Job, self._json("getJob", path={"id": job_id}))
 
     def status(self, job_id: str) -> Job:
         """The seed-compatible status route (GET /status/{id}): the same job as get_job."""
-        return self._json("status", path={"id": job_id})
+        return cast(Job, self._json("status", path={"id": job_id}))
 
     def list_jobs(self, *, status: Sequence[str] | None = None, limit: int | None = None, cursor: str | None = None) -> JobPage:
         """One page of the jobs the token can see, newest first; next_cursor is empty on the last page."""
-        return self._json("listJobs", query={"status": ",".join(status) if status else None, "limit": limit,
-                                             "cursor": cursor or None})
+        return cast(JobPage, self._json("listJobs", query={"status": ",".join(status) if status else None, "limit": limit,
+                                             "cursor": cursor or None}))
 
     def all_jobs(self, *, status: Sequence[str] | None = None, limit: int | None = None) -> Iterator[Job]:
         """Every job matching status, following cursors page by page (limit is the page size)."""
@@ -193,17 +193,17 @@ class Client:
 
     def cancel(self, job_id: str) -> Job:
         """Cancels a job: a pending one comes back cancelled, a running one stops shortly."""
-        return self._json("cancelJob", path={"id": job_id})
+        return cast(Job, self._json("cancelJob", path={"id": job_id}))
 
     def pause(self, job_id: str) -> Job:
-        return self._json("pauseJob", path={"id": job_id})
+        return cast(Job, self._json("pauseJob", path={"id": job_id}))
 
     def resume(self, job_id: str) -> Job:
-        return self._json("resumeJob", path={"id": job_id})
+        return cast(Job, self._json("resumeJob", path={"id": job_id}))
 
     def set_egress(self, job_id: str, egress: Sequence[str]) -> Job:
         """Replaces the egress allowlist of a pending or running job; [] denies everything."""
-        return self._json("setJobEgress", path={"id": job_id}, json={"egress": list(egress or [])})
+        return cast(Job, self._json("setJobEgress", path={"id": job_id}, json={"egress": list(egress or [])}))
 
     # Events.
 
@@ -289,6 +289,13 @@ class Client:
 
     # The workspace.
 
+    @overload
+    def download(self, job_id: str, format: Literal["tar.gz", "zip"] = ..., to: None = ...) -> bytes: ...
+
+    @overload
+    def download(self, job_id: str, format: Literal["tar.gz", "zip"] = ..., *,
+                 to: str | PathLike[str] | BinaryIO) -> int: ...
+
     def download(self, job_id: str, format: Literal["tar.gz", "zip"] = "tar.gz",
                  to: str | PathLike[str] | BinaryIO | None = None) -> bytes | int:
         """The archived workspace: its bytes, or, with to (a path or a binary
@@ -334,7 +341,7 @@ class Client:
         resp = self.request("workspaceFile", path={"id": job_id, "path": c.clean_path(path)})
         if resp.headers.get("content-disposition"):
             raise DrydockError(f"{path} is a file, not a directory: use read_file")
-        return c.decode_json(resp.headers, resp.status_code, resp.content, "GET /v1/jobs/{id}/files")
+        return cast(Listing, c.decode_json(resp.headers, resp.status_code, resp.content, "GET /v1/jobs/{id}/files"))
 
     def read_file(self, job_id: str, path: str) -> bytes:
         """A workspace file's bytes, any size."""
@@ -372,15 +379,15 @@ class Client:
 
     def desktop_link(self, job_id: str, *, control: bool = False) -> Link:
         """A signed link to the job's live desktop (view-only unless control)."""
-        return self._json("desktopLink", path={"id": job_id}, json={"control": control})
+        return cast(Link, self._json("desktopLink", path={"id": job_id}, json={"control": control}))
 
     def jupyter_link(self, job_id: str, *, control: bool = False) -> Link:
         """A signed link to the job's Jupyter server (view-only unless control)."""
-        return self._json("jupyterLink", path={"id": job_id}, json={"control": control})
+        return cast(Link, self._json("jupyterLink", path={"id": job_id}, json={"control": control}))
 
     def trajectory(self, job_id: str) -> dict[str, Any]:
         """The job with its whole event log (format drydock.trajectory/v1), the input of `drydock replay`."""
-        return self._json("exportTrajectory", path={"id": job_id})
+        return cast("dict[str, Any]", self._json("exportTrajectory", path={"id": job_id}))
 
     # The server.
 
@@ -398,7 +405,7 @@ class Client:
 
     def openapi(self) -> dict[str, Any]:
         """The server's OpenAPI document."""
-        return self._json("openapi")
+        return cast("dict[str, Any]", self._json("openapi"))
 
 
 def _retryable(err: BaseException, connected: bool) -> bool:

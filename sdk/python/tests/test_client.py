@@ -12,6 +12,7 @@ import tempfile
 import time
 import unittest
 import uuid
+from collections.abc import Iterator
 
 import httpx
 
@@ -33,12 +34,17 @@ def hanging(tag: str) -> str:
 
 @unittest.skipUnless(URL, "DRYDOCK_URL is not set: run through `go test ./sdk` with DRYDOCK_TEST_E2E=1")
 class FinishedJob(unittest.TestCase):
+    dd: drydock.Client
+    created: drydock.types.Job
+    job: drydock.types.Job
+    jid: str
+
     @classmethod
     def setUpClass(cls) -> None:
         cls.dd = drydock.Client(URL, TOKEN, backoff_min=0.01, backoff_max=0.05)
         cls.created = cls.dd.schedule(task=quick("finished"), metadata={"suite": "python"})
         cls.job = cls.dd.wait(cls.created["job_id"])
-        cls.id = cls.job["job_id"]
+        cls.jid = cls.job["job_id"]
 
     @classmethod
     def tearDownClass(cls) -> None:
@@ -47,86 +53,86 @@ class FinishedJob(unittest.TestCase):
     def test_schedule_returns_the_stored_pending_job(self) -> None:
         self.assertEqual(self.created["status"], "pending")
         self.assertEqual(self.created["metadata"], {"suite": "python"})
-        self.assertTrue(self.created["events_url"].endswith(f"/v1/jobs/{self.id}/events"))
+        self.assertTrue(self.created["events_url"].endswith(f"/v1/jobs/{self.jid}/events"))
 
     def test_wait_follows_the_job_to_its_end(self) -> None:
         self.assertEqual(self.job["status"], "complete")
         self.assertEqual(self.job["steps"], 2)
         self.assertTrue(drydock.is_terminal(self.job["status"]))
-        self.assertEqual(self.dd.status(self.id)["status"], "complete")
+        self.assertEqual(self.dd.status(self.jid)["status"], "complete")
 
     def test_events_as_pages_and_as_a_resumable_stream(self) -> None:
-        page = self.dd.events(self.id, limit=3)
+        page = self.dd.events(self.jid, limit=3)
         self.assertEqual(len(page["events"]), 3)
-        rest = self.dd.events(self.id, after=page["next_after"])
+        rest = self.dd.events(self.jid, after=page["next_after"])
         self.assertTrue(all(e["seq"] > page["next_after"] for e in rest["events"]))
-        seqs = [e["seq"] for e in self.dd.stream_events(self.id)]
+        seqs = [e["seq"] for e in self.dd.stream_events(self.jid)]
         self.assertEqual(seqs, sorted(set(seqs)))
-        self.assertEqual([e["seq"] for e in self.dd.stream_events(self.id, after=seqs[2])], seqs[3:])
+        self.assertEqual([e["seq"] for e in self.dd.stream_events(self.jid, after=seqs[2])], seqs[3:])
 
     def test_a_stream_cut_after_its_first_event_resumes_with_last_event_id(self) -> None:
         t = _CutsFirstStream()
         with drydock.Client(URL, TOKEN, transport=t, backoff_min=0.005, backoff_max=0.01) as dd:
-            got = [e["seq"] for e in dd.stream_events(self.id)]
-        want = [e["seq"] for e in self.dd.events(self.id, limit=1000)["events"]]
+            got = [e["seq"] for e in dd.stream_events(self.jid)]
+        want = [e["seq"] for e in self.dd.events(self.jid, limit=1000)["events"]]
         self.assertEqual(got, want)
         self.assertEqual(t.last_ids, [None, str(want[0])])
 
     def test_download_as_tar_gz_and_zip(self) -> None:
-        tgz = self.dd.download(self.id)
+        tgz = self.dd.download(self.jid)
         with tarfile.open(fileobj=io.BytesIO(tgz), mode="r:gz") as tf:
             self.assertIn("SUMMARY.md", [n.lstrip("./") for n in tf.getnames()])
-        self.assertEqual(self.dd.download(self.id, "zip")[:2], b"PK")
+        self.assertEqual(self.dd.download(self.jid, "zip")[:2], b"PK")
         buf = io.BytesIO()
-        n = self.dd.download(self.id, to=buf)
+        n = self.dd.download(self.jid, to=buf)
         self.assertEqual(n, len(buf.getvalue()))
         with tempfile.TemporaryDirectory() as d:
             path = os.path.join(d, "ws.tar.gz")
-            self.assertEqual(self.dd.download(self.id, to=path), len(tgz))
+            self.assertEqual(self.dd.download(self.jid, to=path), len(tgz))
             with open(path, "rb") as f:
                 self.assertEqual(f.read(), tgz)
         with self.assertRaises(drydock.DrydockError):
-            self.dd.download(self.id, "rar")  # type: ignore[arg-type]
+            self.dd.download(self.jid, "rar")  # type: ignore[call-overload]
 
     def test_files_are_listed_and_read(self) -> None:
-        root = self.dd.list_files(self.id)
+        root = self.dd.list_files(self.jid)
         self.assertEqual(root["source"], "archive")
         names = [e["name"] for e in root["entries"]]
         self.assertIn("notes", names)
         self.assertIn("SUMMARY.md", names)
-        self.assertGreaterEqual(len(self.dd.list_files(self.id, "notes")["entries"]), 2)
-        self.assertTrue(self.dd.read_text(self.id, "SUMMARY.md"))
+        self.assertGreaterEqual(len(self.dd.list_files(self.jid, "notes")["entries"]), 2)
+        self.assertTrue(self.dd.read_text(self.jid, "SUMMARY.md"))
         with self.assertRaisesRegex(drydock.DrydockError, "is a directory"):
-            self.dd.read_file(self.id, "notes")
+            self.dd.read_file(self.jid, "notes")
         with self.assertRaisesRegex(drydock.DrydockError, "is a file"):
-            self.dd.list_files(self.id, "SUMMARY.md")
+            self.dd.list_files(self.jid, "SUMMARY.md")
         with self.assertRaises(drydock.ApiError) as cm:
-            self.dd.read_file(self.id, "missing.txt")
+            self.dd.read_file(self.jid, "missing.txt")
         self.assertEqual(cm.exception.status, 404)
 
     def test_diff_and_trajectory(self) -> None:
-        d = self.dd.diff(self.id)
+        d = self.dd.diff(self.jid)
         self.assertIn("SUMMARY.md", d.patch)
         self.assertFalse(d.truncated)
-        t = self.dd.trajectory(self.id)
+        t = self.dd.trajectory(self.jid)
         self.assertEqual(t["format"], "drydock.trajectory/v1")
-        self.assertEqual(t["job"]["job_id"], self.id)
+        self.assertEqual(t["job"]["job_id"], self.jid)
 
     def test_follow_ups(self) -> None:
-        r = self.dd.send_message(self.id, quick("one more"))
+        r = self.dd.send_message(self.jid, quick("one more"))
         self.assertIsNone(r.event)
         assert r.follow_up is not None
-        self.assertEqual(r.follow_up["parent_job_id"], self.id)
+        self.assertEqual(r.follow_up["parent_job_id"], self.jid)
         key = f"py-follow-{uuid.uuid4()}"
-        a = self.dd.follow_up(self.id, quick("again"), idempotency_key=key, max_steps=5)
-        b = self.dd.follow_up(self.id, quick("again"), idempotency_key=key, max_steps=5)
+        a = self.dd.follow_up(self.jid, quick("again"), idempotency_key=key, max_steps=5)
+        b = self.dd.follow_up(self.jid, quick("again"), idempotency_key=key, max_steps=5)
         self.assertEqual(a["job_id"], b["job_id"])
         self.assertEqual(self.dd.wait(a["job_id"])["status"], "complete")
         self.dd.wait(r.follow_up["job_id"])
 
     def test_links_to_a_finished_job_are_refused(self) -> None:
         with self.assertRaises(drydock.ApiError) as cm:
-            self.dd.desktop_link(self.id)
+            self.dd.desktop_link(self.jid)
         self.assertEqual((cm.exception.status, cm.exception.code), (409, "conflict"))
         self.assertTrue(cm.exception.message)
 
@@ -204,7 +210,7 @@ class _CutsFirstStream(httpx.BaseTransport):
         first = body[: body.index(b"\n\n", body.index(b"id:")) + 2]
 
         class Cut(httpx.SyncByteStream):
-            def __iter__(self):  # type: ignore[override]
+            def __iter__(self) -> Iterator[bytes]:
                 yield first
                 raise httpx.ReadError("connection reset by peer", request=request)
 
