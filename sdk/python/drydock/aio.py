@@ -74,15 +74,28 @@ class AsyncClient:
         return c.build_url(self.base_url, op, path, query)
 
     async def _send(self, op: str, *, path: Mapping[str, str] | None = None, query: Mapping[str, Any] | None = None,
-              headers: Mapping[str, str] | None = None, stream: bool = False, **body: Any) -> httpx.Response:
+              headers: Mapping[str, str] | None = None, stream_idle: bool = False, **body: Any) -> httpx.Response:
+        """Sends a request and returns its answer with the body not read yet:
+        the caller reads (or bounds) it and closes the answer."""
         h = {"Accept": "application/json"}
         h.update(headers or {})
         req = self._http.build_request(OPERATIONS[op].method, self.url(op, path, query), headers=h,
-                                       timeout=self._stream_timeout if stream else httpx.USE_CLIENT_DEFAULT, **body)
+                                       timeout=self._stream_timeout if stream_idle else httpx.USE_CLIENT_DEFAULT, **body)
         try:
-            return await self._http.send(req, stream=stream)
+            return await self._http.send(req, stream=True)
         except httpx.TransportError as e:
             raise ConnectError(self.base_url, e) from e
+
+    async def _read(self, resp: httpx.Response) -> httpx.Response:
+        """Reads an answer whole and closes it; a body cut short is a
+        ConnectError: the answer was lost."""
+        try:
+            await resp.aread()
+        except httpx.TransportError as e:
+            raise ConnectError(self.base_url, e) from e
+        finally:
+            await resp.aclose()
+        return resp
 
     async def request(self, op: str, *, path: Mapping[str, str] | None = None, query: Mapping[str, Any] | None = None,
                 headers: Mapping[str, str] | None = None, **body: Any) -> httpx.Response:
@@ -92,10 +105,22 @@ class AsyncClient:
         resp = await self._send(op, path=path, query=query, headers=headers, **body)
         if not 200 <= resp.status_code <= 299:
             raise await self._error(resp)
-        return resp
+        return await self._read(resp)
 
     async def _error(self, resp: httpx.Response) -> ApiError:
-        return c.api_error(resp.status_code, resp.reason_phrase, resp.headers, await resp.aread(),
+        """The error answer, of which at most MAX_ERROR_BODY bytes are read:
+        a misbehaving proxy cannot make the client buffer a huge page."""
+        body = b""
+        try:
+            async for chunk in resp.aiter_bytes():
+                body += chunk
+                if len(body) >= c.MAX_ERROR_BODY:
+                    break
+        except httpx.TransportError:
+            pass  # the body only betters the message; the status stands
+        finally:
+            await resp.aclose()
+        return c.api_error(resp.status_code, resp.reason_phrase, resp.headers, body,
                            f"{resp.request.method} {resp.request.url.raw_path.decode(errors='replace').split('?')[0]}")
 
     async def _json(self, op: str, **kw: Any) -> Any:
@@ -161,7 +186,13 @@ class AsyncClient:
                     # 202 is a message stored for a running job's agent, not a job.
                     raise await self._error(resp)
                 else:
-                    return cast(Job, c.decode_json(resp.headers, resp.status_code, resp.content, f"POST {resp.request.url.path}"))
+                    try:
+                        await self._read(resp)
+                    except ConnectError as e:
+                        cause = e  # the job exists but its answer was cut: a retry fetches it
+                    else:
+                        return cast(Job, c.decode_json(resp.headers, resp.status_code, resp.content,
+                                                       f"POST {resp.request.url.path}"))
             if attempt > self._retries:
                 raise ScheduleError(key, attempt, cause)
             await asyncio.sleep(c.backoff(attempt, *self._backoff))
@@ -229,7 +260,7 @@ class AsyncClient:
             progressed = False
             try:
                 resp = await self._send("listEvents", path={"id": job_id}, query=c.stream_query(p.last),
-                                  headers=c.stream_headers(p.last), stream=True)
+                                  headers=c.stream_headers(p.last), stream_idle=True)
                 try:
                     if not 200 <= resp.status_code <= 299:
                         raise await self._error(resp)
@@ -306,7 +337,7 @@ class AsyncClient:
         if format not in ("tar.gz", "zip"):
             raise DrydockError(f'archive format {format!r}: use "tar.gz" or "zip"')
         op = "downloadZip" if format == "zip" else "downloadTarGz"
-        resp = await self._send(op, path={"id": job_id}, headers={"Accept": "*/*"}, stream=True)
+        resp = await self._send(op, path={"id": job_id}, headers={"Accept": "*/*"}, stream_idle=True)
         try:
             if not 200 <= resp.status_code <= 299:
                 raise await self._error(resp)

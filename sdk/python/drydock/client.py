@@ -73,15 +73,28 @@ class Client:
         return c.build_url(self.base_url, op, path, query)
 
     def _send(self, op: str, *, path: Mapping[str, str] | None = None, query: Mapping[str, Any] | None = None,
-              headers: Mapping[str, str] | None = None, stream: bool = False, **body: Any) -> httpx.Response:
+              headers: Mapping[str, str] | None = None, stream_idle: bool = False, **body: Any) -> httpx.Response:
+        """Sends a request and returns its answer with the body not read yet:
+        the caller reads (or bounds) it and closes the answer."""
         h = {"Accept": "application/json"}
         h.update(headers or {})
         req = self._http.build_request(OPERATIONS[op].method, self.url(op, path, query), headers=h,
-                                       timeout=self._stream_timeout if stream else httpx.USE_CLIENT_DEFAULT, **body)
+                                       timeout=self._stream_timeout if stream_idle else httpx.USE_CLIENT_DEFAULT, **body)
         try:
-            return self._http.send(req, stream=stream)
+            return self._http.send(req, stream=True)
         except httpx.TransportError as e:
             raise ConnectError(self.base_url, e) from e
+
+    def _read(self, resp: httpx.Response) -> httpx.Response:
+        """Reads an answer whole and closes it; a body cut short is a
+        ConnectError: the answer was lost."""
+        try:
+            resp.read()
+        except httpx.TransportError as e:
+            raise ConnectError(self.base_url, e) from e
+        finally:
+            resp.close()
+        return resp
 
     def request(self, op: str, *, path: Mapping[str, str] | None = None, query: Mapping[str, Any] | None = None,
                 headers: Mapping[str, str] | None = None, **body: Any) -> httpx.Response:
@@ -91,10 +104,22 @@ class Client:
         resp = self._send(op, path=path, query=query, headers=headers, **body)
         if not 200 <= resp.status_code <= 299:
             raise self._error(resp)
-        return resp
+        return self._read(resp)
 
     def _error(self, resp: httpx.Response) -> ApiError:
-        return c.api_error(resp.status_code, resp.reason_phrase, resp.headers, resp.read(),
+        """The error answer, of which at most MAX_ERROR_BODY bytes are read:
+        a misbehaving proxy cannot make the client buffer a huge page."""
+        body = b""
+        try:
+            for chunk in resp.iter_bytes():
+                body += chunk
+                if len(body) >= c.MAX_ERROR_BODY:
+                    break
+        except httpx.TransportError:
+            pass  # the body only betters the message; the status stands
+        finally:
+            resp.close()
+        return c.api_error(resp.status_code, resp.reason_phrase, resp.headers, body,
                            f"{resp.request.method} {resp.request.url.raw_path.decode(errors='replace').split('?')[0]}")
 
     def _json(self, op: str, **kw: Any) -> Any:
@@ -160,7 +185,13 @@ class Client:
                     # 202 is a message stored for a running job's agent, not a job.
                     raise self._error(resp)
                 else:
-                    return cast(Job, c.decode_json(resp.headers, resp.status_code, resp.content, f"POST {resp.request.url.path}"))
+                    try:
+                        self._read(resp)
+                    except ConnectError as e:
+                        cause = e  # the job exists but its answer was cut: a retry fetches it
+                    else:
+                        return cast(Job, c.decode_json(resp.headers, resp.status_code, resp.content,
+                                                       f"POST {resp.request.url.path}"))
             if attempt > self._retries:
                 raise ScheduleError(key, attempt, cause)
             time.sleep(c.backoff(attempt, *self._backoff))
@@ -227,7 +258,7 @@ class Client:
             progressed = False
             try:
                 resp = self._send("listEvents", path={"id": job_id}, query=c.stream_query(p.last),
-                                  headers=c.stream_headers(p.last), stream=True)
+                                  headers=c.stream_headers(p.last), stream_idle=True)
                 try:
                     if not 200 <= resp.status_code <= 299:
                         raise self._error(resp)
@@ -304,7 +335,7 @@ class Client:
         if format not in ("tar.gz", "zip"):
             raise DrydockError(f'archive format {format!r}: use "tar.gz" or "zip"')
         op = "downloadZip" if format == "zip" else "downloadTarGz"
-        resp = self._send(op, path={"id": job_id}, headers={"Accept": "*/*"}, stream=True)
+        resp = self._send(op, path={"id": job_id}, headers={"Accept": "*/*"}, stream_idle=True)
         try:
             if not 200 <= resp.status_code <= 299:
                 raise self._error(resp)

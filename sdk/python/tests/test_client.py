@@ -342,6 +342,28 @@ class TheRest(unittest.TestCase):
                 anon.list_jobs()
         self.assertEqual((cm.exception.status, cm.exception.code), (401, "unauthorized"))
 
+    def test_of_a_huge_error_answer_only_the_first_64_kib_are_read(self) -> None:
+        pulled = 0
+
+        class Huge(httpx.SyncByteStream):
+            def __iter__(self) -> Iterator[bytes]:
+                nonlocal pulled
+                chunk = b"A" * (64 << 10)
+                while pulled < 256 << 20:
+                    pulled += len(chunk)
+                    yield chunk
+
+        class Hostile(httpx.BaseTransport):
+            def handle_request(self, request: httpx.Request) -> httpx.Response:
+                return httpx.Response(502, headers={"Content-Type": "text/html"}, stream=Huge())
+
+        with drydock.Client(URL, TOKEN, transport=Hostile()) as dd:
+            with self.assertRaises(drydock.ApiError) as cm:
+                dd.get_job("x")
+        self.assertEqual((cm.exception.status, cm.exception.code), (502, "unavailable"))
+        self.assertLess(len(cm.exception.message), 1000)
+        self.assertLessEqual(pulled, 1 << 20)
+
     def test_a_server_that_is_not_there(self) -> None:
         with drydock.Client("http://127.0.0.1:9") as gone:
             with self.assertRaises(drydock.ConnectError):

@@ -91,8 +91,7 @@ const MAX_ERROR_BODY = 64 << 10;
 export async function apiError(resp: Response, request: string): Promise<ApiError> {
   let text = "";
   try {
-    const buf = new Uint8Array(await resp.arrayBuffer());
-    text = new TextDecoder().decode(buf.subarray(0, MAX_ERROR_BODY));
+    text = new TextDecoder().decode(await readAtMost(resp, MAX_ERROR_BODY));
   } catch {
     // The body is only a better message; the status stands.
   }
@@ -139,4 +138,37 @@ function codeOf(status: number): string {
 function isJSONAnswer(resp: Response): boolean {
   const ct = (resp.headers.get("Content-Type") ?? "").split(";")[0].trim().toLowerCase();
   return ct === "application/json" || ct.endsWith("+json");
+}
+
+// readAtMost reads up to max bytes of an answer and cancels the rest.
+async function readAtMost(resp: Response, max: number): Promise<Uint8Array> {
+  if (!resp.body) {
+    return new Uint8Array(0);
+  }
+  const reader = resp.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let n = 0;
+  try {
+    while (n < max) {
+      const { done, value } = await reader.read();
+      if (done) {
+        break;
+      }
+      chunks.push(value);
+      n += value.byteLength;
+    }
+  } finally {
+    await reader.cancel().catch(() => undefined);
+  }
+  const out = new Uint8Array(Math.min(n, max));
+  let at = 0;
+  for (const c of chunks) {
+    const part = c.subarray(0, out.byteLength - at);
+    out.set(part, at);
+    at += part.byteLength;
+    if (at >= out.byteLength) {
+      break;
+    }
+  }
+  return out;
 }

@@ -323,6 +323,24 @@ describe("the rest of the API", () => {
     await assert.rejects(anon.listJobs(), (err) => err instanceof ApiError && err.status === 401 && err.code === "unauthorized");
   });
 
+  test("of a huge error answer only the first 64 KiB are read", async () => {
+    let pulled = 0;
+    const hostile = async () => {
+      const chunk = new Uint8Array(64 << 10).fill(0x41);
+      const body = new ReadableStream({
+        pull(ctrl) {
+          pulled += chunk.byteLength;
+          if (pulled > 256 << 20) ctrl.close();
+          else ctrl.enqueue(chunk);
+        },
+      });
+      return new Response(body, { status: 502, statusText: "Bad Gateway", headers: { "Content-Type": "text/html" } });
+    };
+    const c = new Client({ baseUrl, token, fetch: hostile });
+    await assert.rejects(c.getJob("x"), (err) => err instanceof ApiError && err.status === 502 && err.code === "unavailable" && err.message.length < 1000);
+    assert.ok(pulled <= 1 << 20, `read ${pulled} bytes`);
+  });
+
   test("a server that is not there is a ConnectionError", async () => {
     const c = new Client({ baseUrl: "http://127.0.0.1:9" });
     await assert.rejects(c.getJob("x"), ConnectionError);
