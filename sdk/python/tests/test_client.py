@@ -252,6 +252,41 @@ class Scheduling(unittest.TestCase):
         self.assertEqual(mine, [j["job_id"]])
         self.dd.wait(j["job_id"])
 
+    def test_an_answer_cut_mid_way_is_retried_under_the_same_key_and_creates_one_job(self) -> None:
+        class CutsFirstBody(httpx.BaseTransport):
+            def __init__(self) -> None:
+                self.inner = httpx.HTTPTransport()
+                self.posts = 0
+
+            def handle_request(self, request: httpx.Request) -> httpx.Response:
+                resp = self.inner.handle_request(request)
+                if request.method != "POST":
+                    return resp
+                self.posts += 1
+                if self.posts > 1:
+                    return resp
+                head = resp.read()[:20]
+                resp.close()
+
+                class Cut(httpx.SyncByteStream):
+                    def __iter__(self) -> Iterator[bytes]:
+                        yield head
+                        raise httpx.ReadError("connection reset by peer", request=request)
+
+                return httpx.Response(resp.status_code, headers={"Content-Type": "application/json"}, stream=Cut())
+
+            def close(self) -> None:
+                self.inner.close()
+
+        t = CutsFirstBody()
+        tag = f"py-cut-{uuid.uuid4()}"
+        with drydock.Client(URL, TOKEN, transport=t, backoff_min=0.005, backoff_max=0.01) as cutting:
+            j = cutting.schedule(task=quick(tag))
+        self.assertEqual(t.posts, 2)
+        mine = [x["job_id"] for x in self.dd.all_jobs(limit=50) if x.get("task", "").endswith(tag)]
+        self.assertEqual(mine, [j["job_id"]])
+        self.dd.wait(j["job_id"])
+
     def test_an_unknown_outcome_is_a_schedule_error_naming_the_key(self) -> None:
         with drydock.Client(URL, TOKEN, transport=_Down(), retries=2, backoff_min=0.001, backoff_max=0.002) as down:
             with self.assertRaises(drydock.ScheduleError) as cm:

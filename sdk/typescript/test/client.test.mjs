@@ -234,6 +234,32 @@ describe("scheduling", () => {
     await client.wait(j.job_id);
   });
 
+  test("an answer cut mid-way is retried under the same key and creates one job", async () => {
+    let posts = 0;
+    const cutting = async (url, init) => {
+      const resp = await fetch(url, init);
+      if (init.method !== "POST" || ++posts > 1) return resp;
+      const text = await resp.text();
+      const body = new ReadableStream({
+        start(ctrl) {
+          ctrl.enqueue(new TextEncoder().encode(text.slice(0, 20)));
+        },
+        pull(ctrl) {
+          ctrl.error(new TypeError("terminated"));
+        },
+      });
+      return new Response(body, { status: resp.status, headers: resp.headers });
+    };
+    const c = new Client({ baseUrl, token, fetch: cutting, backoffMinMs: 5, backoffMaxMs: 10 });
+    const tag = `cut-${Date.now()}`;
+    const j = await c.schedule(quick(tag));
+    assert.equal(posts, 2);
+    const mine = [];
+    for await (const x of client.allJobs({ limit: 50 })) if (x.task.endsWith(tag)) mine.push(x.job_id);
+    assert.deepEqual(mine, [j.job_id]);
+    await client.wait(j.job_id);
+  });
+
   test("an outcome that stays unknown is a ScheduleError naming the key", async () => {
     const down = async () => {
       throw new TypeError("fetch failed");
