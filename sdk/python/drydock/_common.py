@@ -20,6 +20,7 @@ DEFAULT_RETRIES = 5
 
 MAX_IDEMPOTENCY_KEY = 255
 MAX_MESSAGE_BYTES = 64 << 10
+MAX_DIFF_BYTES = 9 << 20
 # Bounds how much of an error answer is read, so a misbehaving proxy cannot
 # make the client buffer a huge page.
 MAX_ERROR_BODY = 64 << 10

@@ -392,11 +392,24 @@ class AsyncClient:
 
     async def diff(self, job_id: str) -> Diff:
         """The workspace's changes since the job started, as a git unified diff."""
-        resp = await self.request("getDiff", path={"id": job_id}, headers={"Accept": "text/x-diff, text/plain;q=0.5"})
-        if c.media_type(resp.headers) != "text/x-diff":
-            raise DrydockError(f"GET /v1/jobs/{job_id}/diff answered {c.media_type(resp.headers) or 'no Content-Type'}, "
-                               "not a diff: is this a Drydock server?")
-        return Diff(resp.content.decode("utf-8", "replace"), resp.headers.get("drydock-diff-truncated") == "true")
+        resp = await self._send("getDiff", path={"id": job_id}, headers={"Accept": "text/x-diff, text/plain;q=0.5"})
+        if not 200 <= resp.status_code <= 299:
+            raise await self._error(resp)
+        body = bytearray()
+        try:
+            if c.media_type(resp.headers) != "text/x-diff":
+                raise DrydockError(f"GET /v1/jobs/{job_id}/diff answered {c.media_type(resp.headers) or 'no Content-Type'}, "
+                                   "not a diff: is this a Drydock server?")
+            # The server cuts a diff at 8 MiB; more is not a Drydock server's answer.
+            async for chunk in resp.aiter_bytes():
+                body += chunk
+                if len(body) > c.MAX_DIFF_BYTES:
+                    raise DrydockError(f"diff of {job_id}: the answer is larger than {c.MAX_DIFF_BYTES} bytes")
+        except httpx.TransportError as e:
+            raise DrydockError(f"diff of {job_id}: interrupted: {e}") from e
+        finally:
+            await resp.aclose()
+        return Diff(body.decode("utf-8", "replace"), resp.headers.get("drydock-diff-truncated") == "true")
 
     # Steering and live views.
 

@@ -399,6 +399,15 @@ class TheRest(unittest.TestCase):
         self.assertLess(len(cm.exception.message), 1000)
         self.assertLessEqual(pulled, 1 << 20)
 
+    def test_a_diff_larger_than_the_server_ever_sends_is_refused(self) -> None:
+        class Huge(httpx.BaseTransport):
+            def handle_request(self, request: httpx.Request) -> httpx.Response:
+                return httpx.Response(200, headers={"Content-Type": "text/x-diff"}, content=b"+" * (10 << 20))
+
+        with drydock.Client(URL, TOKEN, transport=Huge()) as dd:
+            with self.assertRaisesRegex(drydock.DrydockError, "larger than"):
+                dd.diff("x")
+
     def test_a_server_that_is_not_there(self) -> None:
         with drydock.Client("http://127.0.0.1:9") as gone:
             with self.assertRaises(drydock.ConnectError):

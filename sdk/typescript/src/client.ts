@@ -1,4 +1,4 @@
-import { ApiError, ConnectionError, DrydockError, ScheduleError, apiError } from "./errors.js";
+import { ApiError, ConnectionError, DrydockError, ScheduleError, apiError, readAtMost } from "./errors.js";
 import { operations, type OperationId } from "./operations.js";
 import { streamEvents, type StreamOptions } from "./sse.js";
 import {
@@ -19,6 +19,7 @@ import {
 export const DEFAULT_RETRIES = 5;
 const MAX_IDEMPOTENCY_KEY = 255;
 const MAX_MESSAGE_BYTES = 64 << 10;
+const MAX_DIFF_BYTES = 9 << 20;
 
 export interface ClientOptions {
   /** The server, e.g. "http://127.0.0.1:8080" (a path prefix is kept). */
@@ -458,7 +459,12 @@ export class Client {
       await resp.body?.cancel();
       throw new DrydockError(`GET /v1/jobs/${id}/diff answered ${ct || "no Content-Type"}, not a diff: is this a Drydock server?`);
     }
-    return { patch: await resp.text(), truncated: resp.headers.get("Drydock-Diff-Truncated") === "true" };
+    // The server cuts a diff at 8 MiB; more is not a Drydock server's answer.
+    const buf = await readAtMost(resp, MAX_DIFF_BYTES + 1);
+    if (buf.byteLength > MAX_DIFF_BYTES) {
+      throw new DrydockError(`diff of ${id}: the answer is larger than ${MAX_DIFF_BYTES} bytes`);
+    }
+    return { patch: new TextDecoder().decode(buf), truncated: resp.headers.get("Drydock-Diff-Truncated") === "true" };
   }
 
   /**

@@ -141,7 +141,7 @@ function isJSONAnswer(resp: Response): boolean {
 }
 
 // readAtMost reads up to max bytes of an answer and cancels the rest.
-async function readAtMost(resp: Response, max: number): Promise<Uint8Array> {
+export async function readAtMost(resp: Response, max: number): Promise<Uint8Array> {
   if (!resp.body) {
     return new Uint8Array(0);
   }

@@ -367,6 +367,13 @@ describe("the rest of the API", () => {
     assert.ok(pulled <= 1 << 20, `read ${pulled} bytes`);
   });
 
+  test("a diff larger than the server ever sends is refused", async () => {
+    const huge = async () =>
+      new Response("+".repeat(10 << 20), { headers: { "Content-Type": "text/x-diff" } });
+    const c = new Client({ baseUrl, token, fetch: huge });
+    await assert.rejects(c.diff("x"), /larger than/);
+  });
+
   test("a server that is not there is a ConnectionError", async () => {
     const c = new Client({ baseUrl: "http://127.0.0.1:9" });
     await assert.rejects(c.getJob("x"), ConnectionError);
