@@ -380,3 +380,43 @@ describe("the rest of the API", () => {
     assert.throws(() => new Client({ baseUrl: "ftp://example" }), DrydockError);
   });
 });
+
+describe("the event stream parser", () => {
+  const serve = (chunks) => async () =>
+    new Response(
+      new ReadableStream({
+        start(ctrl) {
+          for (const c of chunks) ctrl.enqueue(new TextEncoder().encode(c));
+          ctrl.close();
+        },
+      }),
+      { headers: { "Content-Type": "text/event-stream" } },
+    );
+
+  test("reads events split anywhere, with any line ending, comments and multi-line data", async () => {
+    const text =
+      'retry: 20\r\n\r\n: ping\r\n\r\nid: 1\r\nevent: status\r\ndata: {"seq":1,"type":"status"}\r\n\r\n' +
+      'id: 2\nevent: log\ndata: {"seq":2,\ndata: "type":"log"}\n\nid: 3\revent: usage\rdata: {}\r\revent: end\ndata: {}\n\n';
+    const chunks = [];
+    for (let i = 0; i < text.length; i += 5) chunks.push(text.slice(i, i + 5));
+    const c = new Client({ baseUrl, token, fetch: serve(chunks) });
+    const got = [];
+    for await (const e of c.streamEvents("j")) got.push([e.seq, e.type]);
+    assert.deepEqual(got, [[1, "status"], [2, "log"], [3, "usage"]]);
+  });
+
+  test("a malformed event is an error, not a reconnect", async () => {
+    const c = new Client({ baseUrl, token, fetch: serve(["id: 1\ndata: {nope\n\n"]) });
+    await assert.rejects(async () => {
+      for await (const _ of c.streamEvents("j"));
+    }, /malformed event/);
+  });
+
+  test("a refusal is returned at once", async () => {
+    const refuse = async () => new Response('{"error":{"code":"not_found","message":"job \\"j\\" not found"}}', { status: 404, headers: { "Content-Type": "application/json" } });
+    const c = new Client({ baseUrl, token, fetch: refuse });
+    await assert.rejects(async () => {
+      for await (const _ of c.streamEvents("j"));
+    }, (err) => err instanceof ApiError && err.status === 404 && err.message === 'job "j" not found');
+  });
+});
