@@ -153,6 +153,17 @@ _CODES = {400: "invalid", 401: "unauthorized", 403: "forbidden", 404: "not_found
           413: "too_large", 501: "not_implemented", 502: "unavailable", 503: "unavailable", 504: "unavailable"}
 
 
+_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def excerpt(body: bytes) -> str:
+    """The start of a page that is not the API's, fit for a one-line
+    message: whitespace collapsed, and control and bidirectional characters
+    escaped, so that a page cannot rewrite the terminal that prints the error."""
+    text = " ".join(body[:200].decode("utf-8", "replace").split())
+    return _UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
 def api_error(status: int, reason: str, headers: Mapping[str, str], body: bytes, request: str) -> ApiError:
     """An error answer: the API's {"error": {"code", "message"}}, or a
     description of whatever else answered (a proxy's page)."""
@@ -167,14 +178,14 @@ def api_error(status: int, reason: str, headers: Mapping[str, str], body: bytes,
                 return ApiError(status, code if isinstance(code, str) else fallback, err["message"], request)
         except ValueError:
             pass
-    head = " ".join(body[:200].decode("utf-8", "replace").split())
+    head = excerpt(body)
     msg = f"{request} answered {status} {reason}".strip() + (f": {head}" if head else "")
     return ApiError(status, fallback, msg, request)
 
 
 def decode_json(headers: Mapping[str, str], status: int, body: bytes, what: str) -> Any:
     if not is_json(headers):
-        head = " ".join(body[:200].decode("utf-8", "replace").split())
+        head = excerpt(body)
         ct = headers.get("content-type") or "no Content-Type"
         raise DrydockError(f"{what} answered {status} with {ct}, not the Drydock API's JSON: is this a Drydock server? ({head})")
     try:

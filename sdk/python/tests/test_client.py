@@ -408,6 +408,24 @@ class TheRest(unittest.TestCase):
             with self.assertRaisesRegex(drydock.DrydockError, "larger than"):
                 dd.diff("x")
 
+    def test_a_page_that_is_not_the_apis_is_described_in_one_safe_line(self) -> None:
+        def page(status: int) -> httpx.MockTransport:
+            return httpx.MockTransport(lambda request: httpx.Response(
+                status, headers={"Content-Type": "text/html"}, content="<html>\n<title>Welcome</title>\x1b[2J\u202e</html>".encode()))
+
+        with drydock.Client(URL, TOKEN, transport=page(200)) as dd:
+            with self.assertRaisesRegex(drydock.DrydockError, r"is this a Drydock server\?") as cm:
+                dd.get_job("x")
+        self.assertNotIsInstance(cm.exception, drydock.ApiError)
+        self.assertIn("\\u001b[2J\\u202e", str(cm.exception))
+        self.assertNotRegex(str(cm.exception), "[\x1b\u202e\n]")
+        with drydock.Client(URL, TOKEN, transport=page(404)) as dd:
+            with self.assertRaises(drydock.ApiError) as cm2:
+                dd.get_job("x")
+        self.assertEqual((cm2.exception.status, cm2.exception.code), (404, "not_found"))
+        self.assertIn("answered 404", cm2.exception.message)
+        self.assertNotIn("\x1b", cm2.exception.message)
+
     def test_a_server_that_is_not_there(self) -> None:
         with drydock.Client("http://127.0.0.1:9") as gone:
             with self.assertRaises(drydock.ConnectError):

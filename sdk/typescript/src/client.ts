@@ -1,4 +1,4 @@
-import { ApiError, ConnectionError, DrydockError, ScheduleError, apiError, readAtMost } from "./errors.js";
+import { ApiError, ConnectionError, DrydockError, ScheduleError, apiError, excerpt, readAtMost } from "./errors.js";
 import { operations, type OperationId } from "./operations.js";
 import { streamEvents, type StreamOptions } from "./sse.js";
 import {
@@ -629,6 +629,6 @@ function isJSON(resp: Response): boolean {
 
 function foreign(resp: Response, text: string, what: string): DrydockError {
   const ct = resp.headers.get("Content-Type") || "no Content-Type";
-  const head = text.slice(0, 200).replace(/\s+/g, " ").trim();
+  const head = excerpt(text);
   return new DrydockError(`${what} answered ${resp.status} with ${ct}, not the Drydock API's JSON: is this a Drydock server? (${head})`);
 }

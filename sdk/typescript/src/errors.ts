@@ -105,7 +105,7 @@ export async function apiError(resp: Response, request: string): Promise<ApiErro
       // Fall through: described below.
     }
   }
-  const head = text.slice(0, 200).replace(/\s+/g, " ").trim();
+  const head = excerpt(text);
   const msg = `${request} answered ${resp.status} ${resp.statusText}`.trim() + (head ? `: ${head}` : "");
   return new ApiError(resp.status, codeOf(resp.status), msg, request);
 }
@@ -171,4 +171,17 @@ export async function readAtMost(resp: Response, max: number): Promise<Uint8Arra
     }
   }
   return out;
+}
+
+/**
+ * The start of a page that is not the API's, fit for a one-line message:
+ * whitespace collapsed, and control and bidirectional characters escaped, so
+ * that a page cannot rewrite the terminal that prints the error.
+ */
+export function excerpt(text: string): string {
+  return text
+    .slice(0, 200)
+    .replace(/\s+/g, " ")
+    .trim()
+    .replace(/[\u0000-\u001f\u007f-\u009f\u200e\u200f\u202a-\u202e\u2066-\u2069]/g, (ch) => "\\u" + ch.charCodeAt(0).toString(16).padStart(4, "0"));
 }

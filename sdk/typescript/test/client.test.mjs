@@ -374,6 +374,21 @@ describe("the rest of the API", () => {
     await assert.rejects(c.diff("x"), /larger than/);
   });
 
+  test("a page that is not the API's is described in one safe line, never parsed", async () => {
+    const page = (status) => async () =>
+      new Response("<html>\n<title>Welcome</title>\u001b[2J\u202e</html>", { status, headers: { "Content-Type": "text/html" } });
+    const ok = new Client({ baseUrl, token, fetch: page(200) });
+    await assert.rejects(ok.getJob("x"), (err) => {
+      assert.ok(err instanceof DrydockError && !(err instanceof ApiError));
+      assert.match(err.message, /is this a Drydock server\?/);
+      assert.ok(err.message.includes("\\u001b[2J\\u202e"), err.message);
+      assert.ok(!/[\u001b\u202e\n]/.test(err.message));
+      return true;
+    });
+    const missing = new Client({ baseUrl, token, fetch: page(404) });
+    await assert.rejects(missing.getJob("x"), (err) => err instanceof ApiError && err.status === 404 && err.code === "not_found" && /answered 404/.test(err.message) && !err.message.includes("\u001b"));
+  });
+
   test("a server that is not there is a ConnectionError", async () => {
     const c = new Client({ baseUrl: "http://127.0.0.1:9" });
     await assert.rejects(c.getJob("x"), ConnectionError);
