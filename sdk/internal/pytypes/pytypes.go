@@ -45,9 +45,89 @@ func (t *typeList) UnmarshalJSON(b []byte) error {
 }
 
 type document struct {
+	Paths      map[string]map[string]json.RawMessage `json:"paths"`
 	Components struct {
 		Schemas map[string]*schema `json:"schemas"`
 	} `json:"components"`
+}
+
+// operation is the part of an operation that may hold inline schemas.
+type operation struct {
+	OperationID string `json:"operationId"`
+	RequestBody struct {
+		Content map[string]struct {
+			Schema *schema `json:"schema"`
+		} `json:"content"`
+	} `json:"requestBody"`
+	Responses map[string]struct {
+		Content map[string]struct {
+			Schema *schema `json:"schema"`
+		} `json:"content"`
+	} `json:"responses"`
+}
+
+// InlineSchemas returns the JSON objects that operations define in place
+// rather than in components.schemas, by the name the Python module gives
+// them: the operationId with Request or Response (SetJobEgressRequest,
+// ExportTrajectoryResponse).
+func InlineSchemas(doc []byte) (map[string]map[string]bool, error) {
+	var d document
+	if err := json.Unmarshal(doc, &d); err != nil {
+		return nil, fmt.Errorf("parse the OpenAPI document: %w", err)
+	}
+	inline, err := d.inline()
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]map[string]bool{}
+	for _, n := range inline {
+		props := map[string]bool{}
+		for p := range n.s.Properties {
+			props[p] = true
+		}
+		out[n.name] = props
+	}
+	return out, nil
+}
+
+func (d *document) inline() ([]named, error) {
+	var out []named
+	seen := map[string]bool{}
+	add := func(name string, s *schema) {
+		if s != nil && s.Ref == "" && len(s.Properties) > 0 && !seen[name] {
+			seen[name] = true
+			out = append(out, named{name, s})
+		}
+	}
+	for path, methods := range d.Paths {
+		for method, raw := range methods {
+			if method == "parameters" || strings.HasPrefix(method, "x-") {
+				continue
+			}
+			var op operation
+			if err := json.Unmarshal(raw, &op); err != nil {
+				return nil, fmt.Errorf("%s %s: %w", method, path, err)
+			}
+			if op.OperationID == "" {
+				continue
+			}
+			base := strings.ToUpper(op.OperationID[:1]) + op.OperationID[1:]
+			// JSON bodies only: a multipart form's parts are sent by hand.
+			add(base+"Request", op.RequestBody.Content["application/json"].Schema)
+			codes := make([]string, 0, len(op.Responses))
+			for code := range op.Responses {
+				codes = append(codes, code)
+			}
+			sort.Strings(codes)
+			for _, code := range codes {
+				if strings.HasPrefix(code, "2") {
+					add(base+"Response", op.Responses[code].Content["application/json"].Schema)
+				}
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
+	return out, nil
 }
 
 type gen struct {
@@ -79,6 +159,16 @@ func Generate(doc []byte) ([]byte, error) {
 	for _, n := range names {
 		g.pending = append(g.pending, named{n, d.Components.Schemas[n]})
 	}
+	inline, err := d.inline()
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range inline {
+		if d.Components.Schemas[n.name] != nil {
+			return nil, fmt.Errorf("schema %s: its name is taken by an inline schema of an operation", n.name)
+		}
+	}
+	g.pending = append(g.pending, inline...)
 	var body bytes.Buffer
 	for len(g.pending) > 0 {
 		n := g.pending[0]

@@ -9,7 +9,12 @@ import (
 
 func TestGenerateMapsEveryKindOfSchema(t *testing.T) {
 	t.Parallel()
-	doc := `{"components": {"schemas": {
+	doc := `{"paths": {"/things/{id}": {"put": {"operationId": "setThing",
+		"requestBody": {"content": {"application/json": {"schema": {"type": "object", "required": ["n"], "properties": {"n": {"type": "integer"}}}},
+			"multipart/form-data": {"schema": {"type": "object", "properties": {"file": {"type": "string"}}}}}},
+		"responses": {"200": {"content": {"application/json": {"schema": {"type": "object", "properties": {"thing": {"$ref": "#/components/schemas/Thing"}}}}}},
+			"404": {"content": {"application/json": {"schema": {"type": "object", "properties": {"oops": {"type": "string"}}}}}}}}}},
+	"components": {"schemas": {
 		"Thing": {"type": "object", "required": ["id"], "description": "A thing. More words.", "properties": {
 			"id": {"type": "string"},
 			"kind": {"type": "string", "enum": ["a", "b"]},
@@ -31,6 +36,9 @@ func TestGenerateMapsEveryKindOfSchema(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := string(out)
+	if strings.Contains(got, "oops") || strings.Contains(got, "file:") {
+		t.Errorf("an error answer's or a multipart form's schema became a type:\n%s", got)
+	}
 	for _, want := range []string{
 		"class Thing(TypedDict, total=False):\n    \"A thing.\"\n",
 		"    id: Required[str]\n",
@@ -47,7 +55,9 @@ func TestGenerateMapsEveryKindOfSchema(t *testing.T) {
 		"    inner: ThingInner\n",
 		"class ThingInner(TypedDict, total=False):\n    x_y: int\n",
 		"class Other(TypedDict, total=False):\n    name: str\n",
-		`__all__ = ["Other", "Thing", "ThingInner"]`,
+		"class SetThingRequest(TypedDict, total=False):\n    n: Required[int]\n",
+		"class SetThingResponse(TypedDict, total=False):\n    thing: Thing\n",
+		`__all__ = ["Other", "SetThingRequest", "SetThingResponse", "Thing", "ThingInner"]`,
 		"from typing import Any, Literal, Required, TypedDict\n",
 	} {
 		if !strings.Contains(got, want) {

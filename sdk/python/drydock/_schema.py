@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Literal, Required, TypedDict
 
-__all__ = ["CreateJob", "Error", "ErrorError", "Event", "EventPage", "FileInfo", "FollowUpRequest", "Job", "JobPage", "JobUsage", "Link", "LinkRequest", "Listing", "MessageRequest", "Repo", "RepoPush"]
+__all__ = ["CreateJob", "Error", "ErrorError", "Event", "EventPage", "ExportTrajectoryResponse", "FileInfo", "FollowUpRequest", "Job", "JobPage", "JobUsage", "Link", "LinkRequest", "Listing", "MessageRequest", "Repo", "RepoPush", "SetJobEgressRequest"]
 
 
 class CreateJob(TypedDict, total=False):
@@ -140,6 +140,16 @@ class Repo(TypedDict, total=False):
     ref: str
     secret: str
     url: Required[str]
+
+
+class ExportTrajectoryResponse(TypedDict, total=False):
+    events: list[Event]
+    format: str
+    job: Job
+
+
+class SetJobEgressRequest(TypedDict, total=False):
+    egress: Required[list[str]]
 
 
 class ErrorError(TypedDict, total=False):

@@ -14,7 +14,7 @@ import httpx
 from . import _common as c
 from ._common import Diff, MessageResult
 from ._operations import OPERATIONS
-from ._schema import CreateJob, Event, EventPage, Job, JobPage, Link, Listing
+from ._schema import CreateJob, Event, EventPage, ExportTrajectoryResponse, Job, JobPage, Link, Listing, SetJobEgressRequest
 from .client import _retryable
 from .errors import ApiError, ConnectError, DrydockError, ScheduleError
 
@@ -236,7 +236,8 @@ class AsyncClient:
 
     async def set_egress(self, job_id: str, egress: Sequence[str]) -> Job:
         """Replaces the egress allowlist of a pending or running job; [] denies everything."""
-        return cast(Job, await self._json("setJobEgress", path={"id": job_id}, json={"egress": list(egress or [])}))
+        body: SetJobEgressRequest = {"egress": list(egress or [])}
+        return cast(Job, await self._json("setJobEgress", path={"id": job_id}, json=body))
 
     # Events.
 
@@ -431,9 +432,9 @@ class AsyncClient:
         """A signed link to the job's Jupyter server (view-only unless control)."""
         return cast(Link, await self._json("jupyterLink", path={"id": job_id}, json={"control": control}))
 
-    async def trajectory(self, job_id: str) -> dict[str, Any]:
+    async def trajectory(self, job_id: str) -> ExportTrajectoryResponse:
         """The job with its whole event log (format drydock.trajectory/v1), the input of `drydock replay`."""
-        return cast("dict[str, Any]", await self._json("exportTrajectory", path={"id": job_id}))
+        return cast(ExportTrajectoryResponse, await self._json("exportTrajectory", path={"id": job_id}))
 
     # The server.
 

@@ -14,7 +14,7 @@ import httpx
 from . import _common as c
 from ._common import Diff, MessageResult
 from ._operations import OPERATIONS
-from ._schema import CreateJob, Event, EventPage, Job, JobPage, Link, Listing
+from ._schema import CreateJob, Event, EventPage, ExportTrajectoryResponse, Job, JobPage, Link, Listing, SetJobEgressRequest
 from .errors import ApiError, ConnectError, DrydockError, ScheduleError
 
 Workspace = bytes | str | PathLike[str] | IO[bytes]
@@ -234,7 +234,8 @@ class Client:
 
     def set_egress(self, job_id: str, egress: Sequence[str]) -> Job:
         """Replaces the egress allowlist of a pending or running job; [] denies everything."""
-        return cast(Job, self._json("setJobEgress", path={"id": job_id}, json={"egress": list(egress or [])}))
+        body: SetJobEgressRequest = {"egress": list(egress or [])}
+        return cast(Job, self._json("setJobEgress", path={"id": job_id}, json=body))
 
     # Events.
 
@@ -429,9 +430,9 @@ class Client:
         """A signed link to the job's Jupyter server (view-only unless control)."""
         return cast(Link, self._json("jupyterLink", path={"id": job_id}, json={"control": control}))
 
-    def trajectory(self, job_id: str) -> dict[str, Any]:
+    def trajectory(self, job_id: str) -> ExportTrajectoryResponse:
         """The job with its whole event log (format drydock.trajectory/v1), the input of `drydock replay`."""
-        return cast("dict[str, Any]", self._json("exportTrajectory", path={"id": job_id}))
+        return cast(ExportTrajectoryResponse, self._json("exportTrajectory", path={"id": job_id}))
 
     # The server.
 
