@@ -371,6 +371,21 @@ class TheRest(unittest.TestCase):
         self.assertEqual(self.dd.url("webJob", {"id": "a b"}), base + "/jobs/a%20b")
         self.assertEqual(self.dd.url("jupyterGet", {"id": "j", "path": "api/kernels"}), base + "/jobs/j/jupyter/api/kernels")
 
+    def test_every_request_carries_the_token_and_the_sdks_user_agent_and_follows_no_redirect(self) -> None:
+        seen: list[httpx.Request] = []
+
+        def answer(request: httpx.Request) -> httpx.Response:
+            seen.append(request)
+            return httpx.Response(302, headers={"Location": "http://elsewhere.example/steal"})
+
+        with drydock.Client(URL, "ddk_secret", transport=httpx.MockTransport(answer)) as dd:
+            with self.assertRaises(drydock.ApiError) as cm:
+                dd.get_job("j")
+        self.assertEqual(cm.exception.status, 302)
+        self.assertEqual(len(seen), 1)
+        self.assertEqual(seen[0].headers["Authorization"], "Bearer ddk_secret")
+        self.assertEqual(seen[0].headers["User-Agent"], "drydock-python-sdk")
+
     def test_a_request_without_the_token_is_unauthorized(self) -> None:
         with drydock.Client(URL) as anon:
             with self.assertRaises(drydock.ApiError) as cm:

@@ -17,6 +17,8 @@ import {
 
 /** How many times schedule and followUp send a request again when its answer was lost. */
 export const DEFAULT_RETRIES = 5;
+/** Sent as User-Agent where the platform allows it (not in browsers). */
+export const DEFAULT_USER_AGENT = "drydock-typescript-sdk";
 const MAX_IDEMPOTENCY_KEY = 255;
 const MAX_MESSAGE_BYTES = 64 << 10;
 const MAX_DIFF_BYTES = 9 << 20;
@@ -83,7 +85,7 @@ export class Client {
   readonly #backoffMin: number;
   readonly #backoffMax: number;
   readonly #streamIdle: number;
-  readonly #userAgent: string | undefined;
+  readonly #userAgent: string;
 
   constructor(options: ClientOptions) {
     this.baseUrl = parseBase(options.baseUrl);
@@ -97,7 +99,7 @@ export class Client {
     this.#backoffMin = options.backoffMinMs ?? 250;
     this.#backoffMax = options.backoffMaxMs ?? 5000;
     this.#streamIdle = options.streamIdleMs ?? 45_000;
-    this.#userAgent = options.userAgent;
+    this.#userAgent = options.userAgent ?? DEFAULT_USER_AGENT;
   }
 
   /** The absolute URL of an operation, e.g. url("webJob", {path: {id}}). */

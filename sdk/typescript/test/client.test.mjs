@@ -344,6 +344,21 @@ describe("the rest of the API", () => {
     assert.equal(client.url("jupyterGet", { path: { id: "j", path: "api/kernels" } }), `${baseUrl}/jobs/j/jupyter/api/kernels`);
   });
 
+  test("every request carries the token, the SDK's User-Agent and follows no redirect", async () => {
+    let seen;
+    const spy = async (url, init) => {
+      seen = init;
+      return fetch(url, init);
+    };
+    const c = new Client({ baseUrl, token, fetch: spy });
+    await c.listJobs({ limit: 1 });
+    const h = new Headers(seen.headers);
+    assert.equal(h.get("Authorization"), `Bearer ${token}`);
+    assert.equal(h.get("User-Agent"), "drydock-typescript-sdk");
+    assert.equal(h.get("Accept"), "application/json");
+    assert.equal(seen.redirect, "manual");
+  });
+
   test("a request without the token is unauthorized", async () => {
     const anon = new Client({ baseUrl });
     await assert.rejects(anon.listJobs(), (err) => err instanceof ApiError && err.status === 401 && err.code === "unauthorized");
