@@ -239,7 +239,7 @@ func TestTypeScriptSDK(t *testing.T) {
 		t.Fatalf("tsc: %v\n%s", err, b)
 	}
 	s := startServer(t)
-	cmd := exec.Command("node", "--test", "--test-reporter=spec", "typescript/test/")
+	cmd := exec.Command("node", "--test", "--test-reporter=spec", "typescript/test/client.test.mjs")
 	cmd.Env = append(suiteEnv(s, uploadFixture(t)), "DRYDOCK_SDK_MODULE="+filepath.Join(out, "index.js"))
 	b, err := cmd.CombinedOutput()
 	if err != nil {
