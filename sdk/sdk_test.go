@@ -245,6 +245,9 @@ func TestTypeScriptSDK(t *testing.T) {
 	if err != nil {
 		t.Fatalf("node --test: %v\n%s", err, b)
 	}
+	if bytes.Contains(b, []byte("DRYDOCK_URL is not set")) || !bytes.Contains(b, []byte("skipped 0")) {
+		t.Fatalf("the TypeScript suite did not run whole:\n%s", b)
+	}
 	t.Logf("%s", lastLines(b, 12))
 }
 
