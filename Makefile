@@ -7,7 +7,7 @@ GO ?= $(shell command -v go || echo /usr/local/go/bin/go)
 VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X main.version=$(VERSION)
 
-.PHONY: all build run stop test test-short bench fuzz lint image clean
+.PHONY: all build run stop test test-short bench fuzz lint image clean sdk
 
 all: build
 
@@ -51,6 +51,13 @@ fuzz:
 
 bench: build
 	./scripts/bench.sh
+
+# Regenerates the SDKs' types from api/openapi.json after an API change:
+# sdk/python/drydock/_schema.py, and sdk/typescript/src/schema.ts with the
+# openapi-typescript pinned in its lockfile (needs npm). go test ./sdk says
+# what else a new route needs.
+sdk:
+	$(GO) generate ./sdk
 
 lint:
 	@test -z "$$(gofmt -l .)" || { gofmt -l .; echo "gofmt: run 'gofmt -w .'"; exit 1; }

@@ -9,6 +9,7 @@ ensure_go
 START=$(date +%s)
 
 apt_install ca-certificates curl git docker.io podman uidmap mmdebstrap chromium
+apt_install python3-httpx mypy # the Python SDK's one dependency, and its type checker (sdk/python)
 if [ -x scripts/testenv/sandbox-tools.sh ]; then
 	# Tools the in-sandbox packages' own tests use on the host (Xvfb, x11vnc,
 	# xdotool, Jupyter kernel, node, tsc).

@@ -1,0 +1,29 @@
+// Names for the generated schema types (src/schema.ts, written by
+// openapi-typescript from api/openapi.json: `npm run generate` or `make sdk`).
+import type { components, operations as ops } from "./schema.js";
+
+type Schemas = components["schemas"];
+
+export type Job = Schemas["Job"];
+export type JobStatus = Job["status"];
+export type CreateJob = Schemas["CreateJob"];
+export type JobPage = Schemas["JobPage"];
+export type Event = Schemas["Event"];
+export type EventType = NonNullable<Event["type"]>;
+export type EventPage = Schemas["EventPage"];
+export type FileInfo = Schemas["FileInfo"];
+export type Listing = Schemas["Listing"];
+export type Link = Schemas["Link"];
+export type LinkRequest = Schemas["LinkRequest"];
+export type Repo = Schemas["Repo"];
+export type MessageRequest = Schemas["MessageRequest"];
+export type FollowUpRequest = Schemas["FollowUpRequest"];
+export type ErrorBody = Schemas["Error"];
+export type Trajectory = ops["exportTrajectory"]["responses"][200]["content"]["application/json"];
+
+/** The statuses after which a job changes no more. */
+export const terminalStatuses: readonly JobStatus[] = ["complete", "error", "cancelled"];
+
+export function isTerminal(status: JobStatus | string | undefined): boolean {
+  return (terminalStatuses as readonly string[]).includes(status ?? "");
+}

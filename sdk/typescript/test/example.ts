@@ -1,0 +1,20 @@
+// Compiled (not run) by sdk/sdk_test.go: the README's example and the calls
+// a user writes most must type-check against the generated types.
+import { ApiError, Client, ScheduleError, type Event, type Job } from "../src/index.js";
+
+export async function example(token: string): Promise<string | undefined> {
+  const dd = new Client({ baseUrl: "http://127.0.0.1:8080", token });
+  const job: Job = await dd.schedule({ task: "Write a CLI todo app in Python", egress: [], metadata: { team: "a" } });
+  for await (const e of dd.streamEvents(job.job_id)) {
+    const t: Event["type"] = e.type;
+    void t;
+  }
+  try {
+    await dd.followUp(job.job_id, { text: "Add tests", max_steps: 20 });
+  } catch (err) {
+    if (err instanceof ScheduleError) return err.key;
+    if (err instanceof ApiError && err.status === 404) return err.code;
+  }
+  const files = await dd.listFiles(job.job_id, "src");
+  return (await dd.wait(job.job_id)).summary ?? files.entries[0]?.name;
+}
