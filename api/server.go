@@ -207,6 +207,8 @@ func (s *Server) routesSetup() {
 	s.handle("GET /v1/jobs/{id}/artifact.zip", authed(s.handleArtifactZip))
 	s.handle("GET /v1/jobs/{id}/diff", authed(s.handleDiff))
 	s.handle("POST /v1/jobs/{id}/messages", authed(s.handleMessages))
+	s.handle("POST /v1/jobs/{id}/commands", authed(s.handleCommand))
+	s.handle("PUT /v1/jobs/{id}/files/{path...}", authed(s.handleWriteFile))
 	s.handle("GET /healthz", http.HandlerFunc(s.handleHealthz))
 	s.handle("GET /readyz", http.HandlerFunc(s.handleReadyz))
 	s.handle("GET /metrics", promhttp.HandlerFor(s.gatherer, promhttp.HandlerOpts{}))
