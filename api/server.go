@@ -114,6 +114,8 @@ type Config struct {
 	// be inherited by a follow-up (the runner keeps and erases them); 0:
 	// never.
 	FollowUpSecrets time.Duration
+	// Version is the server's version, as MCP clients are told it.
+	Version string
 }
 
 // Server is the HTTP API.
@@ -214,6 +216,7 @@ func (s *Server) routesSetup() {
 	s.handle("GET /metrics", promhttp.HandlerFor(s.gatherer, promhttp.HandlerOpts{}))
 	s.handle("GET /openapi.json", http.HandlerFunc(s.handleOpenAPI))
 	s.liveRoutes()
+	s.mcpRoutes()
 }
 
 // handle registers a route that takes JSON bodies (or none).

@@ -1,0 +1,76 @@
+package mcp
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+
+	"github.com/drydockhq/drydock/client"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// ClientFor returns the API client that acts for the caller of one MCP
+// request. header is the HTTP request's header on the Streamable HTTP
+// transport (its Authorization is the caller's), nil on stdio.
+type ClientFor func(header http.Header) *client.Client
+
+// Options configure the MCP server.
+type Options struct {
+	// Version is the server's version, reported at initialisation.
+	Version string
+	// Logger receives the SDK's own log; nil discards it.
+	Logger *slog.Logger
+}
+
+// instructions tell a client's model what the server is for.
+const instructions = `Drydock runs coding agents in isolated sandboxes. Schedule a job with a task (schedule_job), follow it with wait_job or get_job (get_events shows what the agent did), then read its workspace (list_files, read_file) and its changes (get_diff). send_message steers a running agent or continues a finished job. To get a sandbox for yourself instead of an agent, schedule with agent "none", then use run_command and write_file on it until its timeout or cancel_job. Every result names the job id it concerns.`
+
+// NewServer returns the MCP server with Drydock's tools and resources; for
+// each request it asks clientFor for the client that acts for the caller.
+func NewServer(clientFor ClientFor, opts Options) *sdk.Server {
+	if opts.Version == "" {
+		opts.Version = "dev"
+	}
+	logger := opts.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	s := sdk.NewServer(&sdk.Implementation{Name: "drydock", Title: "Drydock", Version: opts.Version}, &sdk.ServerOptions{
+		Instructions: instructions,
+		Logger:       logger,
+		// Tools and resources are fixed: no list-changed notifications.
+		Capabilities: &sdk.ServerCapabilities{
+			Tools:     &sdk.ToolCapabilities{},
+			Resources: &sdk.ResourceCapabilities{},
+		},
+	})
+	t := &tools{clientFor: clientFor}
+	t.register(s)
+	t.registerResources(s)
+	return s
+}
+
+// StdioServer runs the server on stdin and stdout until ctx ends or the
+// client closes the connection, acting through c for every request.
+func StdioServer(ctx context.Context, c *client.Client, opts Options) error {
+	s := NewServer(func(http.Header) *client.Client { return c }, opts)
+	return s.Run(ctx, &sdk.StdioTransport{})
+}
+
+// HTTPHandler is the Streamable HTTP endpoint: stateless (every POST
+// carries its own JSON-RPC message, with no session held in memory), so
+// that any replica of the API answers any request and nothing is left
+// behind by clients that go away. maxBody bounds a request's body.
+func HTTPHandler(clientFor ClientFor, opts Options, maxBody int64) http.Handler {
+	s := NewServer(clientFor, opts)
+	return sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s }, &sdk.StreamableHTTPOptions{
+		Stateless:           true,
+		Logger:              opts.Logger,
+		MaxRequestBodyBytes: maxBody,
+		// The API's boundary refuses foreign Hosts and Origins before the
+		// route (its own rules: a loopback server answers loopback names
+		// and --public-url's host); the SDK's cruder rule would refuse a
+		// reverse proxy on the same machine that keeps the Host.
+		DisableLocalhostProtection: true,
+	})
+}
