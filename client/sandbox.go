@@ -74,4 +74,3 @@ func filePath(id, path string) (string, error) {
 	}
 	return jobPath(id, "/files/"+strings.Join(segs, "/"))
 }
-
