@@ -2,6 +2,8 @@ package mcp
 
 import (
 	"context"
+	"errors"
+	"io"
 	"log/slog"
 	"net/http"
 
@@ -50,12 +52,21 @@ func NewServer(clientFor ClientFor, opts Options) *sdk.Server {
 	return s
 }
 
-// StdioServer runs the server on stdin and stdout until ctx ends or the
-// client closes the connection, acting through c for every request.
-func StdioServer(ctx context.Context, c *client.Client, opts Options) error {
+// Serve runs the server over newline-delimited JSON-RPC on in and out (the
+// stdio transport: a client's stdin and stdout) until ctx ends or the
+// client closes in, acting through c for every request.
+func Serve(ctx context.Context, c *client.Client, in io.Reader, out io.Writer, opts Options) error {
 	s := NewServer(func(http.Header) *client.Client { return c }, opts)
-	return s.Run(ctx, &sdk.StdioTransport{})
+	err := s.Run(ctx, &sdk.IOTransport{Reader: io.NopCloser(in), Writer: nopWriteCloser{out}})
+	if ctx.Err() != nil || errors.Is(err, io.EOF) {
+		return nil // the client went away or the user stopped us: a clean end
+	}
+	return err
 }
+
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }
 
 // HTTPHandler is the Streamable HTTP endpoint: stateless (every POST
 // carries its own JSON-RPC message, with no session held in memory), so

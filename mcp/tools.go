@@ -10,7 +10,6 @@ import (
 
 	"github.com/drydockhq/drydock"
 	"github.com/drydockhq/drydock/client"
-	"github.com/google/uuid"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -41,10 +40,12 @@ func (t *tools) api(req *sdk.CallToolRequest) *client.Client {
 func jobID(id string) (string, error) {
 	id = strings.TrimSpace(id)
 	if id == "" {
-		return "", drydock.Errorf(drydock.EINVALID, "job_id is required (the id schedule_job or list_jobs returned)")
+		return "", errors.New("job_id is required (the id schedule_job or list_jobs returned)")
 	}
-	if _, err := uuid.Parse(id); err != nil {
-		return "", drydock.Errorf(drydock.ENOTFOUND, "job %q not found: job ids are UUIDs, as schedule_job and list_jobs return them", id)
+	// Ids are UUIDs; anything that could change the request's path is
+	// refused here with a message about ids rather than about URLs.
+	if strings.ContainsAny(id, "/\\?#% \t") || strings.Contains(id, "..") {
+		return "", fmt.Errorf("job %q not found: job ids are UUIDs, as schedule_job and list_jobs return them", id)
 	}
 	return id, nil
 }
