@@ -33,7 +33,7 @@ func (s *Server) mcpRoutes() {
 	}
 	// A JSON-RPC message wraps a tool's arguments: room for a file of the
 	// API's body limit once escaped; the API checks its own limit again.
-	h := mcp.HTTPHandler(clientFor, mcp.Options{Version: s.cfg.Version, Logger: s.log.With("component", "mcp")}, 2*s.cfg.MaxBodyBytes+64<<10)
+	h := mcp.HTTPHandler(clientFor, mcp.Options{Version: s.cfg.Version, Logger: s.log.With("component", "mcp"), Stop: s.closing}, 2*s.cfg.MaxBodyBytes+64<<10)
 	s.handle("POST /mcp", s.authenticate(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		r.Header.Set(mcpBaseHeader, s.baseURL(r))
 		h.ServeHTTP(w, r)

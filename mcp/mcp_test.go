@@ -47,11 +47,13 @@ type bundle struct {
 	progress []*sdk.ProgressNotificationParams
 }
 
-func setup(t *testing.T) *bundle {
+func setup(t *testing.T) *bundle { return setupWith(t, mcp.Options{Version: "test"}) }
+
+func setupWith(t *testing.T, opts mcp.Options) *bundle {
 	t.Helper()
 	b := serve(t, true)
 	api := client.New(b.url, "")
-	server := mcp.NewServer(func(http.Header) *client.Client { return api }, mcp.Options{Version: "test"})
+	server := mcp.NewServer(func(http.Header) *client.Client { return api }, opts)
 	ct, st := sdk.NewInMemoryTransports()
 	if _, err := server.Connect(t.Context(), st, nil); err != nil {
 		t.Fatal(err)
@@ -344,5 +346,18 @@ func TestBadInputGetsClearErrors(t *testing.T) {
 	}
 	if _, err := b.session.ReadResource(t.Context(), &sdk.ReadResourceParams{URI: "drydock://jobs/" + unknown}); err == nil || !strings.Contains(err.Error(), "not found") {
 		t.Errorf("resource of an unknown job: %v", err)
+	}
+}
+
+// A server that shuts down ends its waits with an answer to call again,
+// rather than holding its shutdown for up to ten minutes.
+func TestWaitEndsWhenTheServerStops(t *testing.T) {
+	t.Parallel()
+	stop := make(chan struct{})
+	b := setupWith(t, mcp.Options{Stop: stop})
+	id := b.schedule(t, map[string]any{"task": "hang [fake:steps=0] [fake:hang]"})
+	close(stop)
+	if txt := b.ok(t, "wait_job", id, map[string]any{"job_id": id, "timeout": 600}); !strings.Contains(txt, "shutting down") {
+		t.Errorf("wait_job while the server stops: %q", txt)
 	}
 }

@@ -22,6 +22,10 @@ type Options struct {
 	Version string
 	// Logger receives the SDK's own log; nil discards it.
 	Logger *slog.Logger
+	// Stop, when closed, ends waits (wait_job) early with an answer that
+	// says to call again: the server is shutting down and its open
+	// requests should finish.
+	Stop <-chan struct{}
 }
 
 // instructions tell a client's model what the server is for.
@@ -46,7 +50,7 @@ func NewServer(clientFor ClientFor, opts Options) *sdk.Server {
 			Resources: &sdk.ResourceCapabilities{},
 		},
 	})
-	t := &tools{clientFor: clientFor}
+	t := &tools{clientFor: clientFor, stop: opts.Stop}
 	t.register(s)
 	t.registerResources(s)
 	return s
@@ -74,7 +78,7 @@ func (nopWriteCloser) Close() error { return nil }
 // behind by clients that go away. maxBody bounds a request's body.
 func HTTPHandler(clientFor ClientFor, opts Options, maxBody int64) http.Handler {
 	s := NewServer(clientFor, opts)
-	return sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s }, &sdk.StreamableHTTPOptions{
+	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s }, &sdk.StreamableHTTPOptions{
 		Stateless:           true,
 		Logger:              opts.Logger,
 		MaxRequestBodyBytes: maxBody,
@@ -84,4 +88,25 @@ func HTTPHandler(clientFor ClientFor, opts Options, maxBody int64) http.Handler 
 		// reverse proxy on the same machine that keeps the Host.
 		DisableLocalhostProtection: true,
 	})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), requestKey{}, r.Context())))
+	})
+}
+
+// requestKey holds the HTTP request's context in the contexts the SDK gives
+// tool handlers. Those outlive a client that hung up (a stateless server
+// never hears its cancel notification), so a long call (wait_job) ends
+// with the request instead (withRequest).
+type requestKey struct{}
+
+// withRequest returns ctx cancelled also when the HTTP request that
+// carried the call ends; on stdio ctx as it is.
+func withRequest(ctx context.Context) (context.Context, context.CancelFunc) {
+	rc, ok := ctx.Value(requestKey{}).(context.Context)
+	if !ok {
+		return context.WithCancel(ctx)
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	stop := context.AfterFunc(rc, func() { cancel(errors.New("the client hung up")) })
+	return ctx, func() { stop(); cancel(nil) }
 }

@@ -25,7 +25,10 @@ const (
 	maxDiffText       = 256 << 10
 )
 
-type tools struct{ clientFor ClientFor }
+type tools struct {
+	clientFor ClientFor
+	stop      <-chan struct{}
+}
 
 // api is the client acting for the caller of req.
 func (t *tools) api(req *sdk.CallToolRequest) *client.Client {
@@ -99,7 +102,7 @@ type JobArgs struct {
 // ListArgs select a page of jobs.
 type ListArgs struct {
 	Status []string `json:"status,omitempty" jsonschema:"Only jobs in these statuses: pending, running, complete, error, cancelled."`
-	Limit  int      `json:"limit,omitempty" jsonschema:"Jobs per page, newest first (default 20, at most 200)."`
+	Limit  int      `json:"limit,omitempty" jsonschema:"Jobs per page, newest first (default 20, at most 500)."`
 	Cursor string   `json:"cursor,omitempty" jsonschema:"The next_cursor of the previous page."`
 }
 

@@ -38,6 +38,8 @@ func (t *tools) wait(ctx context.Context, req *sdk.CallToolRequest, in WaitArgs)
 	if in.Timeout > 0 {
 		limit = time.Duration(in.Timeout * float64(time.Second))
 	}
+	ctx, hangUp := withRequest(ctx)
+	defer hangUp()
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	api := t.api(req)
@@ -91,6 +93,8 @@ func (t *tools) wait(ctx context.Context, req *sdk.CallToolRequest, in WaitArgs)
 		}
 		select {
 		case <-ctx.Done():
+		case <-t.stop:
+			return text(fmt.Sprintf("The server is shutting down; job %s goes on (%s). Call wait_job again in a moment.", id, job.Status)), nil, nil
 		case <-tick.C:
 			continue
 		}
