@@ -118,3 +118,25 @@ func TestStreamableHTTPRefusesForeignHosts(t *testing.T) {
 		t.Errorf("foreign host: %d; want 421", resp.StatusCode)
 	}
 }
+
+// Over HTTP the tools reach the API in process: a window of a large file
+// is read and the rest of the answer dropped, without buffering the file
+// or taking the server down when the API's handler aborts its cut answer.
+func TestLargeFileWindowOverHTTP(t *testing.T) {
+	t.Parallel()
+	b := serve(t, true)
+	b.session = b.connect(t, &sdk.StreamableClientTransport{Endpoint: b.url + "/mcp", DisableStandaloneSSE: true})
+	id := b.schedule(t, map[string]any{"agent": "none", "timeout": "10m"})
+	b.ok(t, "wait_job", id, map[string]any{"job_id": id, "timeout": 60})
+	b.ok(t, "run_command", id, map[string]any{"job_id": id, "command": "head -c 20000000 /dev/zero | tr '\\0' a > big.txt"})
+	for range 3 {
+		txt := b.ok(t, "read_file", id, map[string]any{"job_id": id, "path": "big.txt", "max_bytes": 1000})
+		if !strings.Contains(txt, "[cut at 1000 of 20000000 bytes") {
+			t.Fatalf("read_file of a large file: %.300q", txt)
+		}
+	}
+	if txt := b.ok(t, "get_job", id, map[string]any{"job_id": id}); !strings.Contains(txt, "status: running") {
+		t.Errorf("the server after the cut reads: %q", txt)
+	}
+	b.ok(t, "cancel_job", id, map[string]any{"job_id": id})
+}
