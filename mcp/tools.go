@@ -32,11 +32,10 @@ type tools struct {
 
 // api is the client acting for the caller of req.
 func (t *tools) api(req *sdk.CallToolRequest) *client.Client {
-	var h = req.Extra
-	if h == nil {
+	if req.Extra == nil {
 		return t.clientFor(nil)
 	}
-	return t.clientFor(h.Header)
+	return t.clientFor(req.Extra.Header)
 }
 
 // jobID checks a job_id argument before any request.

@@ -169,10 +169,9 @@ func (t *tools) readResource(ctx context.Context, req *sdk.ReadResourceRequest) 
 	if id == "" || strings.Contains(id, "/") {
 		return nil, sdk.ResourceNotFoundError(uri)
 	}
-	var header = req.Extra
 	api := t.clientFor(nil)
-	if header != nil {
-		api = t.clientFor(header.Header)
+	if req.Extra != nil {
+		api = t.clientFor(req.Extra.Header)
 	}
 	if !isFile {
 		job, err := api.Job(ctx, id)
