@@ -3,6 +3,9 @@ package mcp
 import (
 	"context"
 	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // A call that came over HTTP ends when its request does: the SDK's handler
@@ -28,5 +31,45 @@ func TestCallsEndWithTheirHTTPRequest(t *testing.T) {
 	defer stop()
 	if plain.Err() != nil {
 		t.Error("a stdio call ended by itself")
+	}
+}
+
+// A long call (run_command) tells a client that asked for progress that
+// it is still at work, so that the client's own timeout does not end it.
+func TestLongCallsSendHeartbeats(t *testing.T) {
+	heartbeatEvery = time.Millisecond // not parallel: the other tests keep 15 s
+	defer func() { heartbeatEvery = 15 * time.Second }()
+	got := make(chan *sdk.ProgressNotificationParams, 16)
+	s := sdk.NewServer(&sdk.Implementation{Name: "t", Version: "1"}, nil)
+	sdk.AddTool(s, &sdk.Tool{Name: "slow"}, func(ctx context.Context, req *sdk.CallToolRequest, _ any) (*sdk.CallToolResult, any, error) {
+		stop := heartbeat(ctx, req, "job x: the command is running")
+		defer stop()
+		for range 2 {
+			<-got // the client heard one
+		}
+		return text("done"), nil, nil
+	})
+	c := sdk.NewClient(&sdk.Implementation{Name: "c", Version: "1"}, &sdk.ClientOptions{
+		ProgressNotificationHandler: func(_ context.Context, req *sdk.ProgressNotificationClientRequest) {
+			select {
+			case got <- req.Params:
+			default:
+			}
+		},
+	})
+	st, ct := sdk.NewInMemoryTransports()
+	if _, err := s.Connect(t.Context(), st, nil); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := c.Connect(t.Context(), ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	params := &sdk.CallToolParams{Name: "slow", Arguments: map[string]any{}}
+	params.SetProgressToken("tok")
+	res, err := cs.CallTool(t.Context(), params)
+	if err != nil || res.IsError {
+		t.Fatalf("slow: %v %+v", err, res)
 	}
 }

@@ -397,7 +397,9 @@ func (t *tools) runCommand(ctx context.Context, req *sdk.CallToolRequest, in Com
 	if in.Timeout < 0 || in.Timeout > 1800 {
 		return nil, nil, fmt.Errorf("run_command %s: timeout must be between 1 and 1800 seconds", id)
 	}
+	stop := heartbeat(ctx, req, fmt.Sprintf("job %s: the command is running", id))
 	res, err := t.api(req).RunCommand(ctx, id, in.Command, time.Duration(in.Timeout*float64(time.Second)))
+	stop()
 	if err != nil {
 		return nil, nil, failed("run_command "+id, err)
 	}
@@ -435,6 +437,38 @@ func (t *tools) writeFile(ctx context.Context, req *sdk.CallToolRequest, in Writ
 		return nil, nil, failed("write_file "+id, err)
 	}
 	return text(fmt.Sprintf("Job %s: wrote %s (%d bytes).", id, res.Path, res.Size)), nil, nil
+}
+
+// heartbeatEvery is how often a long call tells a client with a progress
+// token that it is still at work (clients time calls out: the TypeScript
+// SDK after 60 s unless progress resets the clock).
+var heartbeatEvery = 15 * time.Second
+
+// heartbeat sends progress notifications with msg and the seconds elapsed
+// until the returned stop is called, when the call has a progress token.
+func heartbeat(ctx context.Context, req *sdk.CallToolRequest, msg string) (stop func()) {
+	token := req.Params.GetProgressToken()
+	if token == nil || req.Session == nil {
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(heartbeatEvery)
+		defer tick.Stop()
+		for n := 1; ; n++ {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			secs := float64(n) * heartbeatEvery.Seconds()
+			_ = req.Session.NotifyProgress(ctx, &sdk.ProgressNotificationParams{ProgressToken: token, Progress: secs,
+				Message: fmt.Sprintf("%s (%.0f s)", msg, secs)})
+		}
+	}()
+	return func() { cancel(); <-done }
 }
 
 // trimPartialRune drops an incomplete UTF-8 sequence at the end of a
