@@ -344,8 +344,10 @@ func TestBadInputGetsClearErrors(t *testing.T) {
 	if _, err := b.session.CallTool(t.Context(), &sdk.CallToolParams{Name: "format_disk", Arguments: map[string]any{}}); err == nil || !strings.Contains(err.Error(), "format_disk") {
 		t.Errorf("unknown tool: %v; want a protocol error naming it", err)
 	}
-	if _, err := b.session.ReadResource(t.Context(), &sdk.ReadResourceParams{URI: "drydock://jobs/" + unknown}); err == nil || !strings.Contains(err.Error(), "not found") {
-		t.Errorf("resource of an unknown job: %v", err)
+	for _, uri := range []string{"drydock://jobs/" + unknown, "drydock://jobs/..", "drydock://jobs/../files/etc/passwd", "drydock://jobs/" + agentJob + "/files/../../x"} {
+		if _, err := b.session.ReadResource(t.Context(), &sdk.ReadResourceParams{URI: uri}); err == nil || !strings.Contains(err.Error(), "not found") && !strings.Contains(err.Error(), "..") {
+			t.Errorf("resource %s: %v; want an error", uri, err)
+		}
 	}
 }
 

@@ -166,7 +166,7 @@ func (t *tools) readResource(ctx context.Context, req *sdk.ReadResourceRequest) 
 		return nil, sdk.ResourceNotFoundError(uri)
 	}
 	id, path, isFile := strings.Cut(rest, "/files/")
-	if id == "" || strings.Contains(id, "/") {
+	if _, err := jobID(id); err != nil || strings.Contains(id, "/") {
 		return nil, sdk.ResourceNotFoundError(uri)
 	}
 	api := t.clientFor(nil)
