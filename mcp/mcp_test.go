@@ -279,7 +279,7 @@ func TestScheduleFollowAndReadAJob(t *testing.T) {
 func TestHeldSandboxThroughMCP(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	id := b.schedule(t, map[string]any{"agent": "none", "timeout": "1h"})
+	id := b.schedule(t, map[string]any{"agent": "none", "timeout": 3600}) // seconds, as the API takes them too
 	if txt := b.ok(t, "wait_job", id, map[string]any{"job_id": id, "timeout": 60}); !strings.Contains(txt, "sandbox is ready") {
 		t.Fatalf("wait_job on a held sandbox: %q", txt)
 	}
@@ -326,6 +326,8 @@ func TestBadInputGetsClearErrors(t *testing.T) {
 		{"absolute path", "read_file", map[string]any{"job_id": agentJob, "path": "/etc/passwd"}, "path"},
 		{"blank task", "schedule_job", map[string]any{"task": "   "}, "task is required"},
 		{"bad timeout", "schedule_job", map[string]any{"task": "x", "timeout": "soon"}, "timeout"},
+		{"timeout of another type", "schedule_job", map[string]any{"task": "x", "timeout": []int{1}}, "timeout"},
+		{"timeout too short", "schedule_job", map[string]any{"task": "x", "timeout": 0.5}, "timeout"},
 		{"bad agent", "schedule_job", map[string]any{"task": "x", "agent": "gpt"}, "agent must be"},
 		{"oversized task", "schedule_job", map[string]any{"task": strings.Repeat("x", drydock.MaxTaskBytes+1)}, "limit"},
 		{"oversized write", "write_file", map[string]any{"job_id": agentJob, "path": "a.txt", "text": strings.Repeat("x", 2<<20)}, "larger than"},

@@ -83,7 +83,7 @@ type ScheduleArgs struct {
 	Agent         string            `json:"agent,omitempty" jsonschema:"Omit for the server's coding agent. 'none' gives you the sandbox instead: no agent runs; use run_command and write_file on it until its timeout or cancel_job."`
 	Model         string            `json:"model,omitempty" jsonschema:"The model the agent uses; omit for the server's default."`
 	MaxSteps      int               `json:"max_steps,omitempty" jsonschema:"At most this many agent steps; omit for the server's default."`
-	Timeout       string            `json:"timeout,omitempty" jsonschema:"How long the job may run, e.g. '30m' or '2h'; omit for the server's default. For agent none, how long the sandbox is held."`
+	Timeout       any               `json:"timeout,omitempty" jsonschema:"How long the job may run: a duration such as '30m' or '2h', or a number of seconds; omit for the server's default. For agent none, how long the sandbox is held."`
 	Profile       string            `json:"profile,omitempty" jsonschema:"'headless' (default, fastest) or 'desktop' (a display, browser and VNC)."`
 	Metadata      map[string]string `json:"metadata,omitempty" jsonschema:"Labels of your own, kept with the job."`
 	ContextBudget int               `json:"context_budget,omitempty" jsonschema:"Tokens per prompt for the agent (4000 to 1000000); omit for the model's default."`
@@ -154,10 +154,8 @@ type WaitArgs struct {
 
 func (t *tools) register(s *sdk.Server) {
 	ro := &sdk.ToolAnnotations{ReadOnlyHint: true}
-	closed := false
 	sdk.AddTool(s, &sdk.Tool{Name: "schedule_job", Title: "Schedule a job",
-		Description: "Start a coding agent on a task in a fresh, isolated sandbox (or, with agent 'none', get the sandbox yourself). Returns the job at once, pending; follow it with wait_job, get_job or get_events.",
-		Annotations: &sdk.ToolAnnotations{OpenWorldHint: &closed}}, t.schedule)
+		Description: "Start a coding agent on a task in a fresh, isolated sandbox (or, with agent 'none', get the sandbox yourself). Returns the job at once, pending; follow it with wait_job, get_job or get_events."}, t.schedule)
 	sdk.AddTool(s, &sdk.Tool{Name: "get_job", Title: "Get a job",
 		Description: "A job's status (pending, running, complete, error, cancelled), steps, cost, error and the agent's summary.", Annotations: ro}, t.getJob)
 	sdk.AddTool(s, &sdk.Tool{Name: "wait_job", Title: "Wait for a job",
@@ -190,12 +188,18 @@ func (t *tools) schedule(ctx context.Context, req *sdk.CallToolRequest, in Sched
 	if len(in.Secrets) > 0 {
 		spec.Secrets = drydock.SecretValues(in.Secrets)
 	}
-	if in.Timeout != "" {
-		d, err := time.ParseDuration(strings.TrimSpace(in.Timeout))
+	switch v := in.Timeout.(type) {
+	case nil:
+	case float64:
+		spec.Timeout = drydock.Duration(time.Duration(v * float64(time.Second)))
+	case string:
+		d, err := time.ParseDuration(strings.TrimSpace(v))
 		if err != nil {
-			return nil, nil, fmt.Errorf("schedule_job: timeout %q is not a duration such as '30m' or '2h'", in.Timeout)
+			return nil, nil, fmt.Errorf("schedule_job: timeout %q is not a duration such as '30m' or '2h'", v)
 		}
 		spec.Timeout = drydock.Duration(d)
+	default:
+		return nil, nil, fmt.Errorf("schedule_job: timeout must be a duration such as '30m' or a number of seconds")
 	}
 	job, err := t.api(req).Schedule(ctx, spec)
 	if err != nil {
