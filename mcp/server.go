@@ -37,9 +37,11 @@ func NewServer(clientFor ClientFor, opts Options) *sdk.Server {
 	if opts.Version == "" {
 		opts.Version = "dev"
 	}
-	logger := opts.Logger
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
+	logger := slog.New(slog.DiscardHandler)
+	if opts.Logger != nil {
+		// The SDK says at Info level that each session connects and ends:
+		// on the stateless HTTP endpoint that is every request.
+		logger = slog.New(warnings{opts.Logger.Handler()})
 	}
 	s := sdk.NewServer(&sdk.Implementation{Name: "drydock", Title: "Drydock", Version: opts.Version}, &sdk.ServerOptions{
 		Instructions: instructions,
@@ -80,7 +82,7 @@ func HTTPHandler(clientFor ClientFor, opts Options, maxBody int64) http.Handler 
 	s := NewServer(clientFor, opts)
 	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return s }, &sdk.StreamableHTTPOptions{
 		Stateless:           true,
-		Logger:              opts.Logger,
+		Logger:              sdkLogger(opts.Logger),
 		MaxRequestBodyBytes: maxBody,
 		// The API's boundary refuses foreign Hosts and Origins before the
 		// route (its own rules: a loopback server answers loopback names
@@ -109,4 +111,21 @@ func withRequest(ctx context.Context) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	stop := context.AfterFunc(rc, func() { cancel(errors.New("the client hung up")) })
 	return ctx, func() { stop(); cancel(nil) }
+}
+
+// warnings passes on records of level Warn and above.
+type warnings struct{ slog.Handler }
+
+func (w warnings) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= slog.LevelWarn && w.Handler.Enabled(ctx, l)
+}
+
+func (w warnings) WithAttrs(a []slog.Attr) slog.Handler { return warnings{w.Handler.WithAttrs(a)} }
+func (w warnings) WithGroup(n string) slog.Handler      { return warnings{w.Handler.WithGroup(n)} }
+
+func sdkLogger(l *slog.Logger) *slog.Logger {
+	if l == nil {
+		return nil
+	}
+	return slog.New(warnings{l.Handler()})
 }

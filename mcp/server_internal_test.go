@@ -2,6 +2,8 @@ package mcp
 
 import (
 	"context"
+	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -71,5 +73,18 @@ func TestLongCallsSendHeartbeats(t *testing.T) {
 	res, err := cs.CallTool(t.Context(), params)
 	if err != nil || res.IsError {
 		t.Fatalf("slow: %v %+v", err, res)
+	}
+}
+
+// The SDK's per-session Info lines (every request, on the stateless HTTP
+// endpoint) stay out of the server's log; its warnings reach it.
+func TestSDKLogsOnlyWarnings(t *testing.T) {
+	t.Parallel()
+	var buf strings.Builder
+	l := sdkLogger(slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	l.Info("server session connected")
+	l.With("component", "mcp").Warn("calling tools/call: unknown tool")
+	if strings.Contains(buf.String(), "session connected") || !strings.Contains(buf.String(), "unknown tool") {
+		t.Errorf("log: %q", buf.String())
 	}
 }
