@@ -118,6 +118,10 @@ func (s *Server) handleCommand(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	// As in the agent's tool output: the sandbox's own credentials
+	// (toolboxd's token, the VNC password) are masked with the job's
+	// secrets, should a command find them.
+	values = append(values, sandboxCredentials(sb)...)
 	tb := s.toolboxFor(sb)
 	if _, err := tb.CreateSession(r.Context(), toolbox.SessionRequest{ID: callerSession}); err != nil && drydock.ErrorCode(err) != drydock.ECONFLICT {
 		s.writeError(w, r, sandboxError(job, "start a shell", err))
@@ -202,6 +206,18 @@ func (s *Server) callerEvent(r *http.Request, job *drydock.Job, values []string,
 	if err := s.store.AppendEvent(r.Context(), ev); err != nil {
 		s.log.Warn("record a caller's action in the job's log", "job_id", job.ID, "err", err)
 	}
+}
+
+// sandboxCredentials are the sandbox's own secrets long enough to be
+// masked.
+func sandboxCredentials(sb *drydock.Sandbox) []string {
+	var out []string
+	for _, v := range []string{sb.Token, sb.VNCPassword} {
+		if len(v) >= 8 {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 // sandboxError says what failed in a held sandbox without toolboxd's

@@ -53,6 +53,10 @@ func TestHeldSandboxRunsCommandsAndWritesFiles(t *testing.T) {
 	if strings.Contains(res.Output, apiCanary) || !strings.Contains(res.Output, strings.Repeat("*", len(apiCanary))) {
 		t.Errorf("the secret was not masked in the output: %q", res.Output)
 	}
+	// The sandbox's own credentials are masked too, as in the agent's output.
+	if code, res, data = run(`{"command": "echo token=tb-sb-held"}`); code != 200 || strings.Contains(res.Output, "tb-sb-held") {
+		t.Errorf("the toolbox token came back: %d %s", code, data)
+	}
 	// The shell persists: the cd above still holds.
 	if code, res, data = run(`{"command": "basename $(pwd); exit 3"}`); code != 200 || strings.TrimSpace(res.Output) != "src" || res.ExitCode != 3 {
 		t.Errorf("second command: %d %s; want output src and exit code 3", code, data)
@@ -96,8 +100,8 @@ func TestHeldSandboxRunsCommandsAndWritesFiles(t *testing.T) {
 			writes++
 		}
 	}
-	if cmds != 2 || writes != 1 {
-		t.Errorf("the log records %d commands and %d writes; want 2 and 1", cmds, writes)
+	if cmds != 3 || writes != 1 {
+		t.Errorf("the log records %d commands and %d writes; want 3 and 1", cmds, writes)
 	}
 }
 
