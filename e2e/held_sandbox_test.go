@@ -12,17 +12,24 @@ import (
 )
 
 // A job scheduled with agent "none" is a real sandbox held for its caller
-// on Docker and on Podman: prepared like any job (non-root, its secrets in
+// on Docker (runc and gVisor) and on Podman: prepared like any job (non-root, its secrets in
 // the environment but masked in what comes back, no egress unless listed),
 // commands and files through the API, then archived at the cancel.
 func TestHeldSandboxOnEngines(t *testing.T) {
 	t.Parallel()
+	cases := []struct{ name, env, isolation string }{{"gvisor", "DRYDOCK_TEST_DOCKER_HOST", drydock.IsolationGVisor}}
 	for _, e := range engines() {
+		cases = append(cases, struct{ name, env, isolation string }{e.name, e.env, ""})
+	}
+	for _, e := range cases {
 		t.Run(e.name, func(t *testing.T) {
 			t.Parallel()
 			host := os.Getenv(e.env)
 			if host == "" {
 				t.Skipf("%s not set: no %s engine to run sandboxes on (make test starts one)", e.env, e.name)
+			}
+			if e.isolation == drydock.IsolationGVisor && !engineHasRunsc(t, host) {
+				t.Skip("the test dockerd has no runsc runtime (scripts/testenv/docker-up.sh registers one)")
 			}
 			image := os.Getenv("DRYDOCK_TEST_IMAGE_HEADLESS")
 			if image == "" {
@@ -37,6 +44,9 @@ func TestHeldSandboxOnEngines(t *testing.T) {
 				}
 			}
 			s.args = append(s.args, "--docker-host", host, "--image-headless", image)
+			if e.isolation != "" {
+				s.args = append(s.args, "--isolation", e.isolation)
+			}
 			s.start()
 			const secret = "held-sandbox-secret-0123456789"
 			id := s.schedule(`{"agent": "none", "timeout": "5m", "secrets": {"API_KEY": "` + secret + `"}}`)
@@ -65,6 +75,15 @@ func TestHeldSandboxOnEngines(t *testing.T) {
 			out, _ := res["output"].(string)
 			if !strings.Contains(out, "1000\n") || !strings.Contains(out, "key="+strings.Repeat("*", len(secret))) || !strings.Contains(out, "/workspace") {
 				t.Errorf("in the sandbox: %q; want uid 1000, the secret set but masked, the workspace", out)
+			}
+			// The job's isolation is the server's, as for a job with an agent.
+			if e.isolation == drydock.IsolationGVisor {
+				if j := s.status(id); j.Isolation != drydock.IsolationGVisor {
+					t.Errorf("held job's isolation %q; want gvisor", j.Isolation)
+				}
+				if out, _ := command("dmesg 2>&1 | head -5")["output"].(string); !strings.Contains(out, "gVisor") {
+					t.Errorf("the held sandbox's kernel log is not gVisor's: %q", out)
+				}
 			}
 			if code, data := s.do("PUT", "/v1/jobs/"+id+"/files/tools/hello.py", "", `{"text": "print('hello', 6*7)\n"}`); code != 200 {
 				t.Fatalf("write file: %d %s", code, data)
