@@ -109,3 +109,37 @@ func TestHeldSandboxOnEngines(t *testing.T) {
 		})
 	}
 }
+
+// On Kubernetes a held sandbox is the job's pod, reached through the API
+// like any other's: a command and a file, then the cancel archives it.
+func TestKubernetesHeldSandbox(t *testing.T) {
+	k := newKubeHarness(t)
+	s := k.server(t)
+	s.start()
+	id := s.schedule(`{"agent": "none", "timeout": "5m"}`)
+	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(200 * time.Millisecond) {
+		if slices.ContainsFunc(s.events(id), func(e *drydock.Event) bool { return strings.Contains(string(e.Data), `"kind":"sandbox_held"`) }) {
+			break
+		}
+		if j := s.status(id); j.Status.Terminal() || time.Now().After(deadline) {
+			t.Fatalf("the pod was never held: %s %q\n%s", j.Status, j.Error, s.logs)
+		}
+	}
+	if code, data := s.do("PUT", "/v1/jobs/"+id+"/files/made.txt", "", `{"text": "in a pod\n"}`); code != 200 {
+		t.Fatalf("write file: %d %s", code, data)
+	}
+	code, data := s.do("POST", "/v1/jobs/"+id+"/commands", "", `{"command": "cat made.txt && echo exit-ok"}`)
+	if code != 200 || !strings.Contains(string(data), "in a pod") || !strings.Contains(string(data), "exit-ok") {
+		t.Fatalf("command in the pod: %d %s", code, data)
+	}
+	if code, data := s.do("POST", "/v1/jobs/"+id+"/cancel", "", ""); code != 202 {
+		t.Fatalf("cancel: %d %s", code, data)
+	}
+	if j, seen := s.waitTerminal(id, 2*time.Minute); j.Status != drydock.StatusCancelled {
+		t.Fatalf("held job ended %s (%v): %s", j.Status, seen, j.Error)
+	}
+	_, arch := s.do("GET", "/v1/jobs/"+id+"/artifact.tar.gz", "", "")
+	if got := tarGzNames(t, arch); !slices.Contains(got, "made.txt") {
+		t.Errorf("the archive lacks the written file: %v", got)
+	}
+}
