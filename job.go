@@ -83,13 +83,26 @@ type JobSpec struct {
 	// Interactive offers the agent the ask_user tool: it may ask the
 	// user a question and wait for a message (issue 16).
 	Interactive bool `json:"interactive,omitempty"`
+	// Agent is who works in the sandbox: "" the server's agent, AgentNone
+	// nobody: the sandbox is prepared as for any job (isolation, egress,
+	// secrets, upload or repository) and held for the caller, who runs
+	// commands and writes files in it, until the job's timeout or a cancel.
+	Agent string `json:"agent,omitempty"`
 }
+
+// AgentNone is JobSpec.Agent for a job whose sandbox is held for its caller
+// rather than given to an agent.
+const AgentNone = "none"
+
+// NoAgent reports whether the job holds its sandbox for the caller.
+func (s *JobSpec) NoAgent() bool { return s.Agent == AgentNone }
 
 // Normalize trims the task and fills no defaults: defaults are the server's
 // business (config), not the domain's.
 func (s *JobSpec) Normalize() {
 	s.Task = strings.TrimSpace(s.Task)
 	s.Model = strings.TrimSpace(s.Model)
+	s.Agent = strings.TrimSpace(s.Agent)
 	for i, e := range s.Egress {
 		s.Egress[i] = strings.TrimSpace(e)
 	}
@@ -101,7 +114,14 @@ func (s *JobSpec) Normalize() {
 // Validate checks the spec and returns an EINVALID or ETOOLARGE *Error that
 // names the offending field.
 func (s *JobSpec) Validate() error {
-	if s.Task == "" {
+	if s.Agent != "" && s.Agent != AgentNone {
+		return Errorf(EINVALID, "agent must be omitted (the server's agent) or %q (a sandbox held for you, with no agent)", AgentNone)
+	}
+	if s.NoAgent() && s.Interactive {
+		return Errorf(EINVALID, "interactive needs an agent to ask questions; a job with agent %q has none", AgentNone)
+	}
+	// A held sandbox has nothing to do a task, so it may go without one.
+	if s.Task == "" && !s.NoAgent() {
 		return Errorf(EINVALID, "task is required and must not be blank")
 	}
 	if len(s.Task) > MaxTaskBytes {

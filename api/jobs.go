@@ -28,10 +28,12 @@ type createRequest struct {
 	Repo    *drydock.RepoSpec    `json:"repo"`
 	// Interactive offers the agent ask_user (issue 16).
 	Interactive bool `json:"interactive"`
+	// Agent "none" holds the sandbox for the caller (issue 18).
+	Agent string `json:"agent"`
 }
 
 var createBody = bodyHelp{
-	fields:  "task (or prompt), model, max_steps, timeout, profile, metadata, context_budget, egress, secrets, repo, interactive",
+	fields:  "task (or prompt), model, max_steps, timeout, profile, metadata, context_budget, egress, secrets, repo, interactive, agent",
 	example: `{"task": "..."}`,
 }
 
@@ -152,7 +154,7 @@ func (s *Server) readSpec(w http.ResponseWriter, r *http.Request) (drydock.JobSp
 // spec checks a decoded creation request and returns its job spec.
 func (req *createRequest) spec() (drydock.JobSpec, error) {
 	spec := drydock.JobSpec{Model: req.Model, MaxSteps: req.MaxSteps, Timeout: req.Timeout, Profile: req.Profile, Metadata: req.Metadata,
-		ContextBudget: req.Budget, Egress: req.Egress, Secrets: req.Secrets, Repo: req.Repo, Interactive: req.Interactive}
+		ContextBudget: req.Budget, Egress: req.Egress, Secrets: req.Secrets, Repo: req.Repo, Interactive: req.Interactive, Agent: req.Agent}
 	switch {
 	case req.Task != nil && req.Prompt != nil && strings.TrimSpace(*req.Task) != strings.TrimSpace(*req.Prompt):
 		return spec, drydock.Errorf(drydock.EINVALID, `give either "task" or its synonym "prompt", not two different texts`)

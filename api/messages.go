@@ -41,6 +41,12 @@ func (s *Server) handleMessages(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	if job.NoAgent() {
+		// Nobody would read it, and a follow-up would be another held
+		// sandbox whose task is ignored.
+		s.writeError(w, r, drydock.Errorf(drydock.ECONFLICT, "job %s has no agent (agent %q) to read a message; run commands in its sandbox instead (POST /v1/jobs/%s/commands)", job.ID, drydock.AgentNone, job.ID))
+		return
+	}
 	if job.Status.Terminal() {
 		s.followUp(w, r, job, data)
 		return

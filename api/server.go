@@ -114,6 +114,8 @@ type Config struct {
 	// be inherited by a follow-up (the runner keeps and erases them); 0:
 	// never.
 	FollowUpSecrets time.Duration
+	// Version is the server's version, as MCP clients are told it.
+	Version string
 }
 
 // Server is the HTTP API.
@@ -207,11 +209,14 @@ func (s *Server) routesSetup() {
 	s.handle("GET /v1/jobs/{id}/artifact.zip", authed(s.handleArtifactZip))
 	s.handle("GET /v1/jobs/{id}/diff", authed(s.handleDiff))
 	s.handle("POST /v1/jobs/{id}/messages", authed(s.handleMessages))
+	s.handle("POST /v1/jobs/{id}/commands", authed(s.handleCommand))
+	s.handle("PUT /v1/jobs/{id}/files/{path...}", authed(s.handleWriteFile))
 	s.handle("GET /healthz", http.HandlerFunc(s.handleHealthz))
 	s.handle("GET /readyz", http.HandlerFunc(s.handleReadyz))
 	s.handle("GET /metrics", promhttp.HandlerFor(s.gatherer, promhttp.HandlerOpts{}))
 	s.handle("GET /openapi.json", http.HandlerFunc(s.handleOpenAPI))
 	s.liveRoutes()
+	s.mcpRoutes()
 }
 
 // handle registers a route that takes JSON bodies (or none).

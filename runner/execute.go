@@ -83,7 +83,10 @@ func (r *Runner) execute(ctx context.Context, cancel context.CancelCauseFunc, jo
 		r.baseline(ctx, job, sb, emit, log)
 	}
 	var outcome *drydock.AgentOutcome
-	if runErr == nil {
+	switch {
+	case runErr == nil && job.NoAgent():
+		runErr = r.holdForCaller(ctx, job, sb, emit)
+	case runErr == nil:
 		outcome, runErr = r.runAgent(ctx, job, sb, emit)
 	}
 
@@ -104,7 +107,13 @@ func (r *Runner) execute(ctx context.Context, cancel context.CancelCauseFunc, jo
 	}
 
 	result := drydock.JobResult{Status: drydock.StatusComplete}
+	held, isHeld := heldResult(job, cause, time.Duration(job.Timeout))
+	if job.Timeout == 0 {
+		held, isHeld = heldResult(job, cause, r.cfg.DefaultTimeout)
+	}
 	switch {
+	case isHeld && runErr == nil:
+		result = held
 	case errors.Is(cause, errCancelled):
 		result.Status, result.Error = drydock.StatusCancelled, "cancelled by request"
 	case errors.Is(cause, errTimeout):

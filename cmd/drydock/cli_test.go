@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
 	"net"
 	"strings"
 	"sync"
@@ -28,6 +29,7 @@ type clientCLI struct {
 	Resume   ResumeCmd   `cmd:""`
 	Egress   EgressCmd   `cmd:""`
 	Jobs     JobsCmd     `cmd:""`
+	MCP      MCPCmd      `cmd:"" name:"mcp"`
 }
 
 // syncBuffer is a bytes.Buffer that a command may write while the test reads.
@@ -54,6 +56,7 @@ type cliRun struct {
 	url       string
 	token     string
 	stdin     string
+	in        io.Reader // instead of stdin, for a command that reads as it goes
 	color     bool
 	interrupt context.Context // when done, the command sees Ctrl-C
 	out, err  syncBuffer
@@ -63,6 +66,9 @@ func (r *cliRun) exec(args ...string) error {
 	r.t.Helper()
 	var c clientCLI
 	c.Out, c.Err, c.In = &r.out, &r.err, strings.NewReader(r.stdin)
+	if r.in != nil {
+		c.In = r.in
+	}
 	c.color = &r.color
 	if r.interrupt != nil {
 		c.notify = func(parent context.Context) (context.Context, context.CancelFunc) {

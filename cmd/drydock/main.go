@@ -33,6 +33,7 @@ type cli struct {
 	Resume   ResumeCmd   `cmd:"" help:"Resume a paused job."`
 	Egress   EgressCmd   `cmd:"" help:"Show or change what a job's sandbox may reach on the network."`
 	Jobs     JobsCmd     `cmd:"" help:"List jobs."`
+	MCP      MCPCmd      `cmd:"" name:"mcp" help:"Serve the Model Context Protocol on stdio for an MCP client (Claude Code, Cursor, VS Code), as a client of the server at --url."`
 	Token    TokenCmd    `cmd:"" help:"Manage API tokens (works on the server's data directory)."`
 	Image    ImageCmd    `cmd:"" help:"Build sandbox images."`
 	Replay   ReplayCmd   `cmd:"" help:"Re-run a recorded job's tool calls in a fresh sandbox and compare the results (debugging)."`

@@ -283,6 +283,7 @@ func (c *ServerCmd) Run(g *Globals) error {
 		FollowUpSecrets:  c.FollowUpSecrets,
 		Isolation:        c.isolation,
 		IsolationWarning: c.isolationWarning,
+		Version:          version,
 	}, ws, run, artifacts, reg, log)
 
 	ln, err := net.Listen("tcp", c.Listen)

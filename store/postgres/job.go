@@ -31,7 +31,7 @@ const jobColumns = `id, owner_id, status, created_at, started_at, finished_at, e
 	repo, pushed_commit,
 	interactive, waiting_for, parent_job_id,
 	paused_at, paused_ms, pauses, paused_by, control_lease, control_by, control_expires_at,
-	isolation`
+	isolation, agent`
 
 // listColumns is jobColumns without the sealed secrets, which only the
 // worker that runs a job needs (up to 128 KiB a job).
@@ -60,7 +60,7 @@ func scanJob(row pgx.Row) (*drydock.Job, error) {
 		&repo, &j.PushedCommit,
 		&j.Interactive, &j.WaitingFor, &j.ParentJobID,
 		&pausedAt, &pausedMS, &j.Pauses, &j.PausedBy, &j.ControlLease, &j.ControlBy, &controlExpires,
-		&j.Isolation)
+		&j.Isolation, &j.Agent)
 	if err != nil {
 		return nil, err
 	}
@@ -176,10 +176,10 @@ func (ins *jobInsert) run(ctx context.Context, q queryRower) error {
 				secret_names, secrets_sealed,
 				input_key, input_size, last_seq, egress_source,
 				repo,
-				interactive, parent_job_id)
+				interactive, parent_job_id, agent)
 			VALUES ($1, $2, 'pending', COALESCE($3, now()), $4, $5, $6, $7, $8, $9, $11, $12, $13, $14, $15, $16, 1, $17,
 				$18,
-				$19, $20)
+				$19, $20, $21)
 			RETURNING id, created_at)
 		INSERT INTO events (job_id, seq, type, time, data)
 		SELECT id, 1, 'status', created_at, $10 FROM j
@@ -189,7 +189,7 @@ func (ins *jobInsert) run(ctx context.Context, q queryRower) error {
 		ins.secretNames, job.SealedSecrets,
 		job.InputKey, job.InputSize, job.EgressSource,
 		ins.repo,
-		job.Interactive, job.ParentJobID).Scan(&created)
+		job.Interactive, job.ParentJobID, job.Agent).Scan(&created)
 	switch {
 	case isUnique(err):
 		return drydock.Errorf(drydock.ECONFLICT, "job %s already exists", job.ID)

@@ -29,7 +29,7 @@ const jobColumns = `id, owner_id, status, created_at, started_at, finished_at, e
 	repo, pushed_commit,
 	interactive, waiting_for, parent_job_id,
 	paused_at, paused_ms, pauses, paused_by, control_lease, control_by, control_expires_at,
-	isolation`
+	isolation, agent`
 
 // listColumns is jobColumns without the sealed secrets, which only the
 // worker that runs a job needs (up to 128 KiB a job).
@@ -61,7 +61,7 @@ func scanJob(row scanner) (*drydock.Job, error) {
 		&repo, &j.PushedCommit,
 		&j.Interactive, &j.WaitingFor, &j.ParentJobID,
 		&pausedAt, &pausedMS, &j.Pauses, &j.PausedBy, &j.ControlLease, &j.ControlBy, &controlExpires,
-		&j.Isolation)
+		&j.Isolation, &j.Agent)
 	if err != nil {
 		return nil, err
 	}
@@ -181,16 +181,16 @@ func (ins *jobInsert) run(ctx context.Context, tx *wtx) error {
 		 secret_names, secrets_sealed,
 		 input_key, input_size, last_seq, egress_source,
 		 repo,
-		 interactive, parent_job_id)
+		 interactive, parent_job_id, agent)
 		VALUES (?, ?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, ?,
 		 ?,
-		 ?, ?)`,
+		 ?, ?, ?)`,
 		job.ID, job.OwnerID, createdText, job.Task, job.Model, job.MaxSteps,
 		time.Duration(job.Timeout).Milliseconds(), string(job.Profile), ins.metadata, job.ContextBudget, ins.egress,
 		ins.secretNames, job.SealedSecrets,
 		job.InputKey, job.InputSize, job.EgressSource,
 		ins.repo,
-		job.Interactive, job.ParentJobID)
+		job.Interactive, job.ParentJobID, job.Agent)
 	if isConstraint(err) {
 		return drydock.Errorf(drydock.ECONFLICT, "job %s already exists", job.ID)
 	}

@@ -12,6 +12,7 @@ import (
 func (s *suite) messageTests() map[string]func(t *testing.T) {
 	return map[string]func(t *testing.T){
 		"InteractiveKept":             s.testInteractiveKept,
+		"AgentNoneKept":               s.testAgentNoneKept,
 		"AppendMessageWhileLive":      s.testAppendMessageLive,
 		"AppendMessageRefusedAtEnd":   s.testAppendMessageTerminal,
 		"AppendMessageMissingJob":     s.testAppendMessageMissing,
@@ -49,6 +50,38 @@ func (s *suite) testInteractiveKept(t *testing.T) {
 	}
 	if !mustClaim(t, st, "w", time.Minute).Interactive {
 		t.Fatal("ClaimJob lost interactive")
+	}
+}
+
+// testAgentNoneKept: a job without an agent (issue 18) reads back as one
+// everywhere, above all in the claim that tells the runner to hold its
+// sandbox rather than start an agent.
+func (s *suite) testAgentNoneKept(t *testing.T) {
+	st := s.newStore(t)
+	plain := mustCreate(t, st, newJob(t, "tok-1"))
+	j := newJob(t, "tok-1")
+	j.Agent = drydock.AgentNone
+	mustCreate(t, st, j)
+	if got := mustGet(t, st, j.ID).Agent; got != drydock.AgentNone {
+		t.Fatalf("GetJob: agent %q, want %q", got, drydock.AgentNone)
+	}
+	if got := mustGet(t, st, plain.ID).Agent; got != "" {
+		t.Fatalf("a job with the server's agent reads back agent %q, want \"\"", got)
+	}
+	jobs, _, err := st.ListJobs(t.Context(), drydock.JobFilter{OwnerID: "tok-1"})
+	if err != nil || len(jobs) != 2 {
+		t.Fatalf("ListJobs: %v %v; want both jobs", jobs, err)
+	}
+	for _, got := range jobs {
+		if got.ID == j.ID && got.Agent != drydock.AgentNone {
+			t.Fatalf("ListJobs lost agent: %q", got.Agent)
+		}
+	}
+	for range 2 {
+		c := mustClaim(t, st, "w", time.Minute)
+		if c.ID == j.ID && c.Agent != drydock.AgentNone {
+			t.Fatalf("ClaimJob lost agent: %q", c.Agent)
+		}
 	}
 }
 
