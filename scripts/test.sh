@@ -43,6 +43,9 @@ up podman
 up postgres
 : "${DRYDOCK_TEST_DOCKER_HOST:?} ${DRYDOCK_TEST_PODMAN_HOST:?} ${DRYDOCK_TEST_POSTGRES_DSN:?}"
 export DRYDOCK_TEST_DOCKER_HOST DRYDOCK_TEST_PODMAN_HOST DRYDOCK_TEST_POSTGRES_DSN
+# Podman's service under gVisor; absent (and its tests skip) when runsc
+# could not be built.
+export DRYDOCK_TEST_PODMAN_GVISOR_HOST="${DRYDOCK_TEST_PODMAN_GVISOR_HOST:-}"
 
 # The control plane starts in the background: on a new machine its binaries
 # are built from source first (about 15 minutes on 2 cores), which the image
