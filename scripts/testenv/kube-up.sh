@@ -154,6 +154,27 @@ TOML
 	mv -f "$RUN/runsc.toml.new" "$RUN/runsc.toml"
 }
 
+NODE_DATA=/var/lib/drydock-test/kube-node
+CTR_SOCK="$RUN/containerd/containerd.sock"
+ctr_k8s() { ctr -a "$CTR_SOCK" -n k8s.io "$@"; }
+NODE_IMAGES="drydock-test/pause:1 ${DRYDOCK_KUBE_NODE_IMAGES:-drydock-sandbox:headless}"
+
+# node_has_image NAME: the node's containerd has the image (docker save
+# names it docker.io/NAME, or docker.io/library/NAME without a '/').
+node_has_image() {
+	ctr_k8s images ls -q 2>/dev/null | grep -qFx -e "docker.io/$1" -e "docker.io/library/$1"
+}
+
+# node_images_present: the node still has every image it was given. The
+# kubelet's image garbage collector removes them all, the pause image
+# included, when the disk fills (seen on a shared machine): then no pod
+# starts until they are copied in again.
+node_images_present() {
+	for img in $NODE_IMAGES; do
+		node_has_image "$img" || return 1
+	done
+}
+
 # node_stale: the running node's containerd was configured by an older
 # kube-up.sh (before the runsc handler), so it lacks what this one adds.
 node_stale() {
@@ -190,7 +211,9 @@ alive() { [ -f "$RUN/$1.pid" ] && kill -0 "$(cat "$RUN/$1.pid")" 2>/dev/null; }
 # (kube-up.sh, then DRYDOCK_KUBE_NODE=1 kube-up.sh once the images exist).
 PLANE_UP=
 if alive etcd && alive kube-apiserver && alive kube-controller-manager && ready; then
-	if [ -z "$NODE" ] || { alive containerd && alive kubelet && ! node_stale; }; then
+	if [ -n "$NODE" ] && alive containerd && alive kubelet && ! node_stale && ! node_images_present; then
+		PLANE_UP=1 NODE_REIMPORT=1 # below: the images only
+	elif [ -z "$NODE" ] || { alive containerd && alive kubelet && ! node_stale; }; then
 		say "control plane already running (kube-apiserver pid $(cat "$RUN/kube-apiserver.pid"), port $(cat "$RUN/apiserver.port"))"
 		if [ -n "$NODE" ] && [ -n "$RUNSC_SHIM" ]; then
 			gvisor_node_files
@@ -206,7 +229,9 @@ fi
 # (containerd's shims outlive it, and both pick their pods up again), and
 # the API server sees the node Ready again within seconds.
 NODE_RESTART=
-if [ -n "$PLANE_UP" ] && alive containerd && alive kubelet && node_stale; then
+if [ -n "${NODE_REIMPORT:-}" ]; then
+	:
+elif [ -n "$PLANE_UP" ] && alive containerd && alive kubelet && node_stale; then
 	NODE_RESTART=1
 elif alive kubelet || alive containerd || { [ -z "$PLANE_UP" ] && { alive etcd || alive kube-apiserver || alive kube-controller-manager; }; }; then
 	fail "a part of the control plane runs but it does not answer; run scripts/testenv/kube-down.sh first"
@@ -408,10 +433,12 @@ start_apiserver() {
 	wait_for kube-apiserver 240 ready
 }
 
+# kubeconfig writes FILE only when it changes, and whole (rename): a
+# re-run on a running cluster must not hand a test reading it half a file.
 kubeconfig() { # FILE USER CERT
 	(
 		umask 077
-		cat >"$1" <<EOF
+		cat >"$1.new" <<EOF
 apiVersion: v1
 kind: Config
 clusters:
@@ -429,6 +456,11 @@ contexts:
     context: {cluster: drydock-test, user: $2}
 current-context: $2
 EOF
+		if cmp -s "$1.new" "$1"; then
+			rm -f "$1.new"
+		else
+			mv -f "$1.new" "$1"
+		fi
 	)
 }
 if [ -z "$PLANE_UP" ]; then
@@ -474,9 +506,6 @@ fi
 # a CNI bridge that has no uplink (pods reach this host and each other,
 # nothing beyond), and a kubelet. Pod addresses are in 10.244.250.0/24 on
 # the bridge drydock-kube0; the tests reach toolboxd there.
-NODE_DATA=/var/lib/drydock-test/kube-node
-CTR_SOCK="$RUN/containerd/containerd.sock"
-ctr_k8s() { ctr -a "$CTR_SOCK" -n k8s.io "$@"; }
 
 # import_image NAME: copies an image from the test dockerd into containerd,
 # unless the same image (by id) was copied before.
@@ -484,7 +513,7 @@ import_image() {
 	id=$(DOCKER_HOST=$DRYDOCK_TEST_DOCKER_HOST docker image inspect -f '{{.Id}}' "$1" 2>/dev/null) ||
 		fail "image $1 is not in the test dockerd ($DRYDOCK_TEST_DOCKER_HOST)"
 	mark="$NODE_DATA/images/$(echo "$1" | tr '/:' '__')"
-	if [ "$(cat "$mark" 2>/dev/null)" = "$id" ]; then
+	if [ "$(cat "$mark" 2>/dev/null)" = "$id" ] && node_has_image "$1"; then
 		return
 	fi
 	say "copying $1 into the node's containerd"
@@ -622,11 +651,7 @@ JSON
 		PATH="$RUN/bin:$PATH" containerd --config "$RUN/containerd.toml"
 	ctr_ready() { ctr -a "$CTR_SOCK" version >/dev/null 2>&1; }
 	wait_for containerd 60 ctr_ready
-	pause_image
-	import_image drydock-test/pause:1
-	for img in ${DRYDOCK_KUBE_NODE_IMAGES:-drydock-sandbox:headless}; do
-		import_image "$img"
-	done
+	node_images
 
 	# cgroup v1 (this machine's) is still allowed; no swap check; eviction
 	# only when the disk is all but full, so that a busy shared machine
@@ -673,6 +698,14 @@ YAML
 	say "node $NODE_NAME started (kubelet pid $(cat "$RUN/kubelet.pid"), containerd socket $CTR_SOCK)"
 }
 
+# node_images copies the images the node runs from the test dockerd.
+node_images() {
+	pause_image
+	for img in $NODE_IMAGES; do
+		import_image "$img"
+	done
+}
+
 # stop_node stops the kubelet and containerd for NODE_RESTART, leaving the
 # pods, their shims and the sandboxes under them running.
 stop_node() {
@@ -681,10 +714,17 @@ stop_node() {
 	"$(dirname "$0")/stop-daemon.sh" containerd "$RUN/containerd.pid" "$CTR_SOCK" >/dev/null
 }
 if [ -n "$NODE" ]; then
-	if [ -n "$NODE_RESTART" ]; then
-		stop_node
+	if [ -n "${NODE_REIMPORT:-}" ]; then
+		[ -n "${DRYDOCK_TEST_DOCKER_HOST:-}" ] || fail "the node lost its images; set DRYDOCK_TEST_DOCKER_HOST to copy them in again"
+		say "the node lost images (the kubelet's image garbage collector, on a full disk?): copying them in again"
+		node_images
+		[ -z "$RUNSC_SHIM" ] || gvisor_node_files
+	else
+		if [ -n "$NODE_RESTART" ]; then
+			stop_node
+		fi
+		start_node
 	fi
-	start_node
 	ensure_runtime_class
 fi
 
