@@ -182,10 +182,11 @@ ensure_runsc_shim() {
 		mod=$(cd / && GOFLAGS=-mod=mod go mod download -json "gvisor.dev/gvisor@$RUNSC_VERSION" |
 			sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
 		[ -n "$mod" ] && [ -f "$mod/go.mod" ] || { echo "go mod download gvisor.dev/gvisor@$RUNSC_VERSION gave no source" >&2; return 1; }
-		src="$dir/shim.src"
-		rm -rf "$src"
+		# A directory and an output of this build's own: two test runs
+		# starting at once each build, and the last rename wins.
 		mkdir -p "$dir"
-		cp -r "$mod" "$src"
+		src=$(mktemp -d "$dir/shim.src.XXXXXX") || return 1
+		cp -r "$mod/." "$src"
 		chmod -R u+w "$src"
 		file="$src/pkg/shim/v1/manager.go"
 		sed -i 's/^\t\treturn shim.BootstrapParams{}, fmt.Errorf("failed to set OOM Score on shim: %w", err)$/\t\t_ = err \/\/ drydock: keeping the score it has/' "$file"
@@ -194,8 +195,8 @@ ensure_runsc_shim() {
 			rm -rf "$src"
 			return 1
 		fi
-		(cd "$src" && CGO_ENABLED=0 GOWORK=off GOFLAGS=-mod=mod go build -trimpath -o "$shim.new" ./shim) >&2 || { rm -rf "$src"; return 1; }
-		mv "$shim.new" "$shim"
+		(cd "$src" && CGO_ENABLED=0 GOWORK=off GOFLAGS=-mod=mod go build -trimpath -o "$src/containerd-shim-runsc-v1" ./shim) >&2 || { rm -rf "$src"; return 1; }
+		mv -f "$src/containerd-shim-runsc-v1" "$shim"
 		rm -rf "$src"
 	fi
 	echo "$shim"
