@@ -181,20 +181,27 @@ node_stale() {
 	[ -n "$RUNSC_SHIM" ] && ! grep -qx "# node config $NODE_CONFIG" "$RUN/containerd.toml" 2>/dev/null
 }
 
-# ensure_runtime_class: the RuntimeClass "gvisor" (handler runsc), when the
-# node's containerd has that handler. The cluster's store starts empty with
-# every control plane, so it is made again whenever it is missing.
+# ensure_runtime_class: the RuntimeClass "gvisor" that Drydock ships
+# (deploy/kubernetes/runtimeclasses/gvisor.yaml: handler runsc, gVisor's
+# overhead, a nodeSelector on a label) applied as it is, and that label on
+# the node, when the node's containerd has the handler. The cluster's store
+# starts empty with every control plane, so both are applied on every run
+# (server-side apply: the same object again changes nothing).
 ensure_runtime_class() {
 	grep -qx "# node config $NODE_CONFIG" "$RUN/containerd.toml" 2>/dev/null && [ -n "$RUNSC_SHIM" ] || return 0
-	api="https://127.0.0.1:$(cat "$RUN/apiserver.port")/apis/node.k8s.io/v1/runtimeclasses"
+	manifest="$(dirname "$0")/../../deploy/kubernetes/runtimeclasses/gvisor.yaml"
+	api="https://127.0.0.1:$(cat "$RUN/apiserver.port")"
 	auth="--cacert $PKI/ca.crt --cert $PKI/admin.crt --key $PKI/admin.key"
 	# shellcheck disable=SC2086 # the curl options are words
-	if ! curl -sf --max-time 5 $auth "$api/gvisor" >/dev/null 2>&1; then
-		# shellcheck disable=SC2086
-		curl -sf --max-time 5 $auth -X POST -H 'Content-Type: application/json' \
-			-d '{"apiVersion":"node.k8s.io/v1","kind":"RuntimeClass","metadata":{"name":"gvisor"},"handler":"runsc"}' \
-			"$api" >/dev/null || fail "cannot create the RuntimeClass gvisor"
-	fi
+	curl -sf --max-time 5 $auth -X PATCH -H 'Content-Type: application/apply-patch+yaml' --data-binary @"$manifest" \
+		"$api/apis/node.k8s.io/v1/runtimeclasses/gvisor?fieldManager=drydock-kube-up&force=true" >/dev/null ||
+		fail "cannot apply $manifest"
+	# The class's nodeSelector (one "key: value" line under nodeSelector:).
+	label=$(awk '/nodeSelector:/ { on = 1; next } on && NF == 2 { gsub(/[":]/, ""); printf "{\"metadata\":{\"labels\":{\"%s\":\"%s\"}}}", $1, $2; exit }' "$manifest")
+	[ -n "$label" ] || fail "no nodeSelector label in $manifest"
+	# shellcheck disable=SC2086
+	curl -sf --max-time 5 $auth -X PATCH -H 'Content-Type: application/merge-patch+json' -d "$label" \
+		"$api/api/v1/nodes/$NODE_NAME" >/dev/null || fail "cannot label node $NODE_NAME for the RuntimeClass gvisor"
 	GVISOR_CLASS=gvisor
 }
 
