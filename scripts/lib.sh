@@ -282,3 +282,50 @@ ensure_runsc() {
 	fi
 	echo "$dir/runsc"
 }
+
+# ensure_runsc_shim: prints the path of containerd-shim-runsc-v1, gVisor's
+# containerd shim (a Kubernetes node's RuntimeClass handler runs pods
+# through it), built once per version from the same module as runsc, into
+# the same cache directory; its runsc.toml names the runsc to run. Static
+# like runsc.
+#
+# It is built from a copy of the module with one line changed: the shim
+# lowers its own oom_score_adj to -999 and gives up when it may not, which
+# is so wherever CAP_SYS_RESOURCE is missing from the bounding set (these
+# test machines: "failed to set OOM Score on shim: permission denied", and
+# no pod starts). Built this way it keeps the score it has, as containerd's
+# own shims do in a user namespace; it says nothing, for containerd reads
+# the shim's start output as its address. (A build overlay cannot replace
+# a file in the module cache, hence the copy.)
+ensure_runsc_shim() {
+	if [ -n "${DRYDOCK_RUNSC_SHIM_PATH:-}" ]; then
+		echo "$DRYDOCK_RUNSC_SHIM_PATH" # an operator's own build
+		return 0
+	fi
+	local dir="${XDG_CACHE_HOME:-$HOME/.cache}/drydock/runsc/$RUNSC_VERSION" shim mod src file
+	shim="$dir/containerd-shim-runsc-v1"
+	if [ ! -x "$shim" ] || head -c 8192 "$shim" | grep -q "ld-linux" || ! "$shim" -v >/dev/null 2>&1; then
+		ensure_go || return 1
+		log "building gVisor's containerd-shim-runsc-v1 $RUNSC_VERSION (once per version)"
+		mod=$(cd / && GOFLAGS=-mod=mod go mod download -json "gvisor.dev/gvisor@$RUNSC_VERSION" |
+			sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+		[ -n "$mod" ] && [ -f "$mod/go.mod" ] || { echo "go mod download gvisor.dev/gvisor@$RUNSC_VERSION gave no source" >&2; return 1; }
+		# A directory and an output of this build's own: two test runs
+		# starting at once each build, and the last rename wins.
+		mkdir -p "$dir"
+		src=$(mktemp -d "$dir/shim.src.XXXXXX") || return 1
+		cp -r "$mod/." "$src"
+		chmod -R u+w "$src"
+		file="$src/pkg/shim/v1/manager.go"
+		sed -i 's/^\t\treturn shim.BootstrapParams{}, fmt.Errorf("failed to set OOM Score on shim: %w", err)$/\t\t_ = err \/\/ drydock: keeping the score it has/' "$file"
+		if ! grep -q "drydock: keeping the score it has" "$file"; then
+			echo "ensure_runsc_shim: $RUNSC_VERSION changed the OOM score line of pkg/shim/v1/manager.go; update the patch" >&2
+			rm -rf "$src"
+			return 1
+		fi
+		(cd "$src" && CGO_ENABLED=0 GOWORK=off GOFLAGS=-mod=mod go build -trimpath -o "$src/containerd-shim-runsc-v1" ./shim) >&2 || { rm -rf "$src"; return 1; }
+		mv -f "$src/containerd-shim-runsc-v1" "$shim"
+		rm -rf "$src"
+	fi
+	echo "$shim"
+}

@@ -18,6 +18,10 @@ fi
 
 cleanup() {
 	set +e
+	if [ -n "${shim_pid:-}" ]; then
+		kill "$shim_pid" 2>/dev/null
+		wait "$shim_pid" 2>/dev/null
+	fi
 	if [ -n "${kube_pid:-}" ]; then
 		kill "$kube_pid" 2>/dev/null
 		wait "$kube_pid" 2>/dev/null
@@ -44,6 +48,9 @@ up podman
 up postgres
 : "${DRYDOCK_TEST_DOCKER_HOST:?} ${DRYDOCK_TEST_PODMAN_HOST:?} ${DRYDOCK_TEST_POSTGRES_DSN:?}"
 export DRYDOCK_TEST_DOCKER_HOST DRYDOCK_TEST_PODMAN_HOST DRYDOCK_TEST_POSTGRES_DSN
+# Podman's service under gVisor; absent (and its tests skip) when runsc
+# could not be built.
+export DRYDOCK_TEST_PODMAN_GVISOR_HOST="${DRYDOCK_TEST_PODMAN_GVISOR_HOST:-}"
 
 # The control plane starts in the background: on a new machine its binaries
 # are built from source first (about 15 minutes on 2 cores), which the image
@@ -52,6 +59,13 @@ log "starting a Kubernetes control plane in the background (built from source on
 kube_log=$(mktemp)
 scripts/testenv/kube-up.sh >"$kube_log" 2>&1 &
 kube_pid=$!
+
+# gVisor's containerd shim for the node's RuntimeClass, from the module
+# runsc (built by docker-up.sh) comes from: about 2 minutes on a new
+# machine, overlapped with the image builds like the control plane.
+shim_log=$(mktemp)
+(ensure_runsc_shim >/dev/null) 2>"$shim_log" &
+shim_pid=$!
 
 log "lint"
 test -z "$(gofmt -l .)" || { gofmt -l .; echo "gofmt needed" >&2; exit 1; }
@@ -76,10 +90,18 @@ eval "$(grep '^DRYDOCK_TEST_' "$kube_log")"
 rm -f "$kube_log"
 : "${DRYDOCK_TEST_KUBECONFIG:?} ${DRYDOCK_TEST_KUBECONFIG_RUNTIME:?}"
 export DRYDOCK_TEST_KUBECONFIG DRYDOCK_TEST_KUBECONFIG_RUNTIME
+if ! wait "$shim_pid"; then
+	cat "$shim_log" >&2
+	log "gVisor's containerd shim did not build: the node gets no gVisor RuntimeClass, and its tests skip"
+fi
+shim_pid=
+rm -f "$shim_log"
 log "a real Kubernetes node (containerd, kubelet) running the sandbox images (copied once per image: about 1.5 minutes)"
 DRYDOCK_KUBE_NODE=1 up kube
 : "${DRYDOCK_TEST_KUBE_NODE:?}"
-export DRYDOCK_TEST_KUBE_NODE
+# The node's gVisor RuntimeClass; absent (and its tests skip) when runsc
+# or its shim could not be built.
+export DRYDOCK_TEST_KUBE_NODE DRYDOCK_TEST_KUBE_RUNTIME_CLASS="${DRYDOCK_TEST_KUBE_RUNTIME_CLASS:-}"
 export DRYDOCK_TEST_IMAGE=drydock-sandbox:headless
 export DRYDOCK_TEST_IMAGE_HEADLESS=drydock-sandbox:headless
 export DRYDOCK_TEST_IMAGE_DESKTOP=drydock-sandbox:desktop

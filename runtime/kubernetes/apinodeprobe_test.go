@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/drydockhq/drydock"
@@ -24,8 +25,15 @@ import (
 func TestRealNodeProbeFromInside(t *testing.T) {
 	t.Parallel()
 	env, ns := requireRealNode(t)
+	probeOnNode(t, env, ns, "")
+}
+
+// probeOnNode runs the probe in a sandbox pod of ns under runtimeClass (""
+// for the node's default, runc) and checks it.
+func probeOnNode(t *testing.T, env *apiEnv, ns, runtimeClass string) {
+	t.Helper()
 	t.Cleanup(func() { env.assertNamespaceEmpty(t, ns) })
-	rt := realNodeRuntime(t, env, ns, nil)
+	rt := realNodeRuntime(t, env, ns, func(o *Options) { o.RuntimeClassName = runtimeClass })
 	ctx := t.Context()
 	sb, err := rt.Create(ctx, drydock.SandboxSpec{JobID: "job-probe", Image: "drydock-sandbox:headless", Profile: drydock.ProfileHeadless})
 	if err != nil {
@@ -52,6 +60,12 @@ func TestRealNodeProbeFromInside(t *testing.T) {
 		t.Fatalf("probe: %+v %v\nstderr: %s", r, err, errOut.String())
 	}
 	p := runtimetest.ParseProbe(t, out.String(), errOut.String())
+	// Under gVisor the pod's containers run on gVisor's kernel, and what
+	// they see of mounts and processes is that kernel's view.
+	gvisor := isGVisor(kernelOf(t, tc))
+	if runtimeClass != "" && !gvisor {
+		t.Fatalf("the pod under RuntimeClass %s does not run gVisor's kernel", runtimeClass)
+	}
 	t.Logf("mountinfo:\n%s", p.Mountinfo)
 	t.Logf("processes: %v", p.Procs)
 	pod, err := env.admin.CoreV1().Pods(ns).Get(ctx, sb.ID, metav1.GetOptions{})
@@ -69,6 +83,18 @@ func TestRealNodeProbeFromInside(t *testing.T) {
 		Volumes: []string{workspaceDir, tmpDir, homeDir, bootDir},
 		Volume: func(m runtimetest.ProbeMount) error {
 			name := map[string]string{workspaceDir: "workspace", tmpDir: "tmp", homeDir: "home", bootDir: "boot"}[m.Point]
+			if gvisor {
+				// gVisor's kernel reaches each of the pod's volumes
+				// through its gofer, which serves the one directory the
+				// kubelet made for it (a 9p mount rooted at that
+				// directory): what backs it
+				// is not visible from inside, so the pod spec's volumes
+				// are checked below, the boot dir's medium included.
+				if m.FSType != "9p" || m.Root != "/" {
+					return fmt.Errorf("want gVisor's gofer mount of the pod's emptyDir %q", name)
+				}
+				return nil
+			}
 			if m.Point == bootDir {
 				if m.FSType != "tmpfs" {
 					return fmt.Errorf("want a tmpfs (emptyDir medium Memory)")
@@ -98,8 +124,12 @@ func TestRealNodeProbeFromInside(t *testing.T) {
 		// the pause process is pid 1 and reaps orphans, and toolboxd's
 		// parent, the shim, is outside the namespace.
 		Inits: []string{"toolboxd"},
+		// gVisor's own /proc, /sys, /dev and cgroup filesystems.
+		OwnKernel: gvisor,
 	}
-	if spn := pod.Spec.ShareProcessNamespace; spn != nil && *spn {
+	// gVisor runs all of a pod's containers in one sandbox kernel with one
+	// PID namespace, as shareProcessNamespace does.
+	if spn := pod.Spec.ShareProcessNamespace; spn != nil && *spn || gvisor {
 		opts.Inits, opts.Roots = []string{"pause"}, []string{"toolboxd"}
 	}
 	runtimetest.CheckProbe(t, p, opts)
@@ -116,6 +146,10 @@ func TestRealNodeProbeFromInside(t *testing.T) {
 	for _, v := range pod.Spec.Volumes {
 		if v.EmptyDir == nil && v.Secret == nil {
 			t.Errorf("volume %s is neither an emptyDir nor the sandbox's Secret: %+v", v.Name, v.VolumeSource)
+		}
+		// The token passes through memory only, never the node's disk.
+		if v.Name == "boot" && (v.EmptyDir == nil || v.EmptyDir.Medium != corev1.StorageMediumMemory) {
+			t.Errorf("the boot volume is %+v; want an emptyDir of medium Memory", v.VolumeSource)
 		}
 	}
 	if pod.Spec.HostPID || pod.Spec.HostIPC || pod.Spec.HostNetwork {

@@ -31,8 +31,13 @@
 # with the sandbox images copied from the shared test dockerd
 # (DRYDOCK_TEST_DOCKER_HOST; DRYDOCK_KUBE_NODE_IMAGES lists them, default
 # drydock-sandbox:headless), and prints DRYDOCK_TEST_KUBE_NODE. No
-# kube-scheduler: the tests bind their pods to the node they mean.
+# kube-scheduler: the tests bind their pods to the node they mean. The
+# node's containerd also has gVisor's runsc as the runtime handler "runsc"
+# and the cluster a RuntimeClass "gvisor" for it (DRYDOCK_TEST_KUBE_RUNTIME_CLASS
+# is printed then); a node started before that is restarted once (kubelet
+# and containerd only; pods keep running) to take it.
 set -eu
+. "$(dirname "$0")/../lib.sh"
 
 VERSION=${DRYDOCK_KUBE_VERSION:-v1.37.2}
 # Outside the work tree, like the sandbox image cache, so that a fresh clone
@@ -70,7 +75,134 @@ print_env() {
 	echo "DRYDOCK_TEST_KUBECONFIG_RUNTIME=$RUNTIME"
 	if [ -n "$NODE" ]; then
 		echo "DRYDOCK_TEST_KUBE_NODE=$NODE_NAME"
+		if [ -n "$GVISOR_CLASS" ]; then
+			echo "DRYDOCK_TEST_KUBE_RUNTIME_CLASS=$GVISOR_CLASS"
+		fi
 	fi
+}
+
+# gVisor on the node: runsc and its containerd shim, built once per
+# version (scripts/lib.sh). Without them the node runs runc only and the
+# tests under the RuntimeClass skip, saying so.
+NODE_CONFIG=gvisor-1 # bump when start_node's configuration changes
+RUNSC= RUNSC_SHIM= GVISOR_CLASS=
+if [ -n "$NODE" ]; then
+	if ! { RUNSC=$(ensure_runsc) && RUNSC_SHIM=$(ensure_runsc_shim); }; then
+		RUNSC= RUNSC_SHIM=
+		say "gVisor's runsc or its containerd shim could not be built: the node gets no gVisor RuntimeClass" >&2
+	fi
+fi
+
+# gvisor_node_files writes what the runsc handler runs: containerd finds
+# the shim as $RUN/bin/containerd-shim-runsc-v1, and the shim runs
+# $RUN/runsc with the flags of $RUN/runsc.toml. The shim reads these for
+# every new pod, so they are rewritten on every run without a restart.
+gvisor_node_files() {
+	mkdir -p "$RUN/bin" "$RUN/runsc-root"
+	# Debian's containerd (1.6) reads a shim's start output as its bare
+	# address; this shim (containerd 2's shim library) prints its bootstrap
+	# parameters as JSON ({"version":2,"address":"unix://...",
+	# "protocol":"ttrpc"}), which 1.6 then fails to dial. The wrapper hands
+	# 1.6 the address alone; every other call goes straight to the shim.
+	cat >"$RUN/bin/containerd-shim-runsc-v1.new" <<SH
+#!/bin/sh
+# The action is the last argument (containerd: -namespace NS -address A -id ID start).
+for action; do :; done
+if [ "\$action" = start ]; then
+	out=\$("$RUNSC_SHIM" "\$@") || { rc=\$?; printf '%s' "\$out"; exit \$rc; }
+	case "\$out" in
+	"{"*) printf '%s' "\$out" | sed -n 's/.*"address":"\([^"]*\)".*/\1/p' | tr -d '\n' ;;
+	*) printf '%s' "\$out" ;;
+	esac
+	exit 0
+fi
+exec "$RUNSC_SHIM" "\$@"
+SH
+	chmod +x "$RUN/bin/containerd-shim-runsc-v1.new"
+	# Each file is replaced whole (rename), never seen half written by a
+	# pod starting meanwhile.
+	mv -f "$RUN/bin/containerd-shim-runsc-v1.new" "$RUN/bin/containerd-shim-runsc-v1"
+	# The same oom_score_adj rewrite as for runc (see start_node): runsc
+	# gives the sandbox process the lowest score of its pod's containers
+	# and fails when it may not lower its own.
+	cat >"$RUN/runsc.new" <<SH
+#!/bin/sh
+prev=
+for a in "\$@"; do
+	if [ "\$prev" = "--bundle" ] && [ -f "\$a/config.json" ]; then
+		sed -i -E 's/"oomScoreAdj": ?-[0-9]+/"oomScoreAdj":0/' "\$a/config.json"
+	fi
+	prev=\$a
+done
+exec "$RUNSC" "\$@"
+SH
+	chmod +x "$RUN/runsc.new"
+	mv -f "$RUN/runsc.new" "$RUN/runsc"
+	# oci-seccomp: runsc applies the pod's seccomp profile (RuntimeDefault,
+	# as the runtime asks) inside the sandbox; by default it ignores it,
+	# and the agent's processes could then unshare a user namespace and
+	# use keyctl in gVisor's kernel. No host-uds: toolboxd is reached over
+	# the pod network here, and the sandbox needs no socket of the node.
+	# systrap is runsc's default platform; kvm hangs on these hosts.
+	cat >"$RUN/runsc.toml.new" <<TOML
+binary_name = "$RUN/runsc"
+root = "$RUN/runsc-root"
+[runsc_config]
+  platform = "systrap"
+  oci-seccomp = "true"
+TOML
+	mv -f "$RUN/runsc.toml.new" "$RUN/runsc.toml"
+}
+
+NODE_DATA=/var/lib/drydock-test/kube-node
+CTR_SOCK="$RUN/containerd/containerd.sock"
+ctr_k8s() { ctr -a "$CTR_SOCK" -n k8s.io "$@"; }
+NODE_IMAGES="drydock-test/pause:1 ${DRYDOCK_KUBE_NODE_IMAGES:-drydock-sandbox:headless}"
+
+# node_has_image NAME: the node's containerd has the image (docker save
+# names it docker.io/NAME, or docker.io/library/NAME without a '/').
+node_has_image() {
+	ctr_k8s images ls -q 2>/dev/null | grep -qFx -e "docker.io/$1" -e "docker.io/library/$1"
+}
+
+# node_images_present: the node still has every image it was given. The
+# kubelet's image garbage collector removes them all, the pause image
+# included, when the disk fills (seen on a shared machine): then no pod
+# starts until they are copied in again.
+node_images_present() {
+	for img in $NODE_IMAGES; do
+		node_has_image "$img" || return 1
+	done
+}
+
+# node_stale: the running node's containerd was configured by an older
+# kube-up.sh (before the runsc handler), so it lacks what this one adds.
+node_stale() {
+	[ -n "$RUNSC_SHIM" ] && ! grep -qx "# node config $NODE_CONFIG" "$RUN/containerd.toml" 2>/dev/null
+}
+
+# ensure_runtime_class: the RuntimeClass "gvisor" that Drydock ships
+# (deploy/kubernetes/runtimeclasses/gvisor.yaml: handler runsc, gVisor's
+# overhead, a nodeSelector on a label) applied as it is, and that label on
+# the node, when the node's containerd has the handler. The cluster's store
+# starts empty with every control plane, so both are applied on every run
+# (server-side apply: the same object again changes nothing).
+ensure_runtime_class() {
+	grep -qx "# node config $NODE_CONFIG" "$RUN/containerd.toml" 2>/dev/null && [ -n "$RUNSC_SHIM" ] || return 0
+	manifest="$(dirname "$0")/../../deploy/kubernetes/runtimeclasses/gvisor.yaml"
+	api="https://127.0.0.1:$(cat "$RUN/apiserver.port")"
+	auth="--cacert $PKI/ca.crt --cert $PKI/admin.crt --key $PKI/admin.key"
+	# shellcheck disable=SC2086 # the curl options are words
+	curl -sf --max-time 5 $auth -X PATCH -H 'Content-Type: application/apply-patch+yaml' --data-binary @"$manifest" \
+		"$api/apis/node.k8s.io/v1/runtimeclasses/gvisor?fieldManager=drydock-kube-up&force=true" >/dev/null ||
+		fail "cannot apply $manifest"
+	# The class's nodeSelector (one "key: value" line under nodeSelector:).
+	label=$(awk '/nodeSelector:/ { on = 1; next } on && NF == 2 { gsub(/[":]/, ""); printf "{\"metadata\":{\"labels\":{\"%s\":\"%s\"}}}", $1, $2; exit }' "$manifest")
+	[ -n "$label" ] || fail "no nodeSelector label in $manifest"
+	# shellcheck disable=SC2086
+	curl -sf --max-time 5 $auth -X PATCH -H 'Content-Type: application/merge-patch+json' -d "$label" \
+		"$api/api/v1/nodes/$NODE_NAME" >/dev/null || fail "cannot label node $NODE_NAME for the RuntimeClass gvisor"
+	GVISOR_CLASS=gvisor
 }
 
 # ready asks the API server's readyz as cluster-admin.
@@ -86,14 +218,29 @@ alive() { [ -f "$RUN/$1.pid" ] && kill -0 "$(cat "$RUN/$1.pid")" 2>/dev/null; }
 # (kube-up.sh, then DRYDOCK_KUBE_NODE=1 kube-up.sh once the images exist).
 PLANE_UP=
 if alive etcd && alive kube-apiserver && alive kube-controller-manager && ready; then
-	if [ -z "$NODE" ] || { alive containerd && alive kubelet; }; then
+	if [ -n "$NODE" ] && alive containerd && alive kubelet && ! node_stale && ! node_images_present; then
+		PLANE_UP=1 NODE_REIMPORT=1 # below: the images only
+	elif [ -z "$NODE" ] || { alive containerd && alive kubelet && ! node_stale; }; then
 		say "control plane already running (kube-apiserver pid $(cat "$RUN/kube-apiserver.pid"), port $(cat "$RUN/apiserver.port"))"
+		if [ -n "$NODE" ] && [ -n "$RUNSC_SHIM" ]; then
+			gvisor_node_files
+			ensure_runtime_class
+		fi
 		print_env
 		exit 0
 	fi
 	PLANE_UP=1
 fi
-if alive kubelet || alive containerd || { [ -z "$PLANE_UP" ] && { alive etcd || alive kube-apiserver || alive kube-controller-manager; }; }; then
+# NODE_RESTART: the node runs with an older configuration. Its kubelet and
+# containerd are restarted with the new one; running pods keep running
+# (containerd's shims outlive it, and both pick their pods up again), and
+# the API server sees the node Ready again within seconds.
+NODE_RESTART=
+if [ -n "${NODE_REIMPORT:-}" ]; then
+	:
+elif [ -n "$PLANE_UP" ] && alive containerd && alive kubelet && node_stale; then
+	NODE_RESTART=1
+elif alive kubelet || alive containerd || { [ -z "$PLANE_UP" ] && { alive etcd || alive kube-apiserver || alive kube-controller-manager; }; }; then
 	fail "a part of the control plane runs but it does not answer; run scripts/testenv/kube-down.sh first"
 fi
 
@@ -293,10 +440,12 @@ start_apiserver() {
 	wait_for kube-apiserver 240 ready
 }
 
+# kubeconfig writes FILE only when it changes, and whole (rename): a
+# re-run on a running cluster must not hand a test reading it half a file.
 kubeconfig() { # FILE USER CERT
 	(
 		umask 077
-		cat >"$1" <<EOF
+		cat >"$1.new" <<EOF
 apiVersion: v1
 kind: Config
 clusters:
@@ -314,6 +463,11 @@ contexts:
     context: {cluster: drydock-test, user: $2}
 current-context: $2
 EOF
+		if cmp -s "$1.new" "$1"; then
+			rm -f "$1.new"
+		else
+			mv -f "$1.new" "$1"
+		fi
 	)
 }
 if [ -z "$PLANE_UP" ]; then
@@ -359,9 +513,6 @@ fi
 # a CNI bridge that has no uplink (pods reach this host and each other,
 # nothing beyond), and a kubelet. Pod addresses are in 10.244.250.0/24 on
 # the bridge drydock-kube0; the tests reach toolboxd there.
-NODE_DATA=/var/lib/drydock-test/kube-node
-CTR_SOCK="$RUN/containerd/containerd.sock"
-ctr_k8s() { ctr -a "$CTR_SOCK" -n k8s.io "$@"; }
 
 # import_image NAME: copies an image from the test dockerd into containerd,
 # unless the same image (by id) was copied before.
@@ -369,7 +520,7 @@ import_image() {
 	id=$(DOCKER_HOST=$DRYDOCK_TEST_DOCKER_HOST docker image inspect -f '{{.Id}}' "$1" 2>/dev/null) ||
 		fail "image $1 is not in the test dockerd ($DRYDOCK_TEST_DOCKER_HOST)"
 	mark="$NODE_DATA/images/$(echo "$1" | tr '/:' '__')"
-	if [ "$(cat "$mark" 2>/dev/null)" = "$id" ]; then
+	if [ "$(cat "$mark" 2>/dev/null)" = "$id" ] && node_has_image "$1"; then
 		return
 	fi
 	say "copying $1 into the node's containerd"
@@ -445,7 +596,20 @@ exec runc "$@"
 SH
 	sed -i "s|^exec runc|exec $(command -v runc)|" "$RUN/runc"
 	chmod +x "$RUN/runc"
+	gvisor_runtime=
+	if [ -n "$RUNSC_SHIM" ]; then
+		gvisor_node_files
+		gvisor_runtime="
+    # gVisor (RuntimeClass gvisor): its shim, found on containerd's PATH
+    # (\$RUN/bin), runs the runsc that runsc.toml names.
+    [plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.runsc]
+      runtime_type = \"io.containerd.runsc.v1\"
+      [plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.runsc.options]
+        TypeUrl = \"io.containerd.runsc.v1.options\"
+        ConfigPath = \"$RUN/runsc.toml\""
+	fi
 	cat >"$RUN/containerd.toml" <<TOML
+# node config $NODE_CONFIG
 version = 2
 root = "$NODE_DATA/containerd"
 state = "$RUN/containerd"
@@ -470,7 +634,7 @@ state = "$RUN/containerd"
       runtime_type = "io.containerd.runc.v2"
       [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
         SystemdCgroup = false
-        BinaryName = "$RUN/runc"
+        BinaryName = "$RUN/runc"$gvisor_runtime
 TOML
 	cat >"$RUN/cni/10-drydock.conflist" <<'JSON'
 {"cniVersion": "1.0.0", "name": "drydock-test", "plugins": [
@@ -491,14 +655,10 @@ JSON
 	# Image pulls (a pod whose image the node lacks) go to a proxy that is
 	# not there, so they fail here without a DNS query for the registry.
 	start containerd env HTTP_PROXY=http://127.0.0.1:9 HTTPS_PROXY=http://127.0.0.1:9 NO_PROXY=127.0.0.1,localhost \
-		containerd --config "$RUN/containerd.toml"
+		PATH="$RUN/bin:$PATH" containerd --config "$RUN/containerd.toml"
 	ctr_ready() { ctr -a "$CTR_SOCK" version >/dev/null 2>&1; }
 	wait_for containerd 60 ctr_ready
-	pause_image
-	import_image drydock-test/pause:1
-	for img in ${DRYDOCK_KUBE_NODE_IMAGES:-drydock-sandbox:headless}; do
-		import_image "$img"
-	done
+	node_images
 
 	# cgroup v1 (this machine's) is still allowed; no swap check; eviction
 	# only when the disk is all but full, so that a busy shared machine
@@ -544,8 +704,35 @@ YAML
 		"https://127.0.0.1:$api_port/api/v1/nodes/$NODE_NAME" >/dev/null
 	say "node $NODE_NAME started (kubelet pid $(cat "$RUN/kubelet.pid"), containerd socket $CTR_SOCK)"
 }
+
+# node_images copies the images the node runs from the test dockerd.
+node_images() {
+	pause_image
+	for img in $NODE_IMAGES; do
+		import_image "$img"
+	done
+}
+
+# stop_node stops the kubelet and containerd for NODE_RESTART, leaving the
+# pods, their shims and the sandboxes under them running.
+stop_node() {
+	say "restarting node $NODE_NAME (kubelet and containerd) to add gVisor's runtime handler"
+	"$(dirname "$0")/stop-daemon.sh" kubelet "$RUN/kubelet.pid" "$RUN/kubelet.sock" >/dev/null
+	"$(dirname "$0")/stop-daemon.sh" containerd "$RUN/containerd.pid" "$CTR_SOCK" >/dev/null
+}
 if [ -n "$NODE" ]; then
-	start_node
+	if [ -n "${NODE_REIMPORT:-}" ]; then
+		[ -n "${DRYDOCK_TEST_DOCKER_HOST:-}" ] || fail "the node lost its images; set DRYDOCK_TEST_DOCKER_HOST to copy them in again"
+		say "the node lost images (the kubelet's image garbage collector, on a full disk?): copying them in again"
+		node_images
+		[ -z "$RUNSC_SHIM" ] || gvisor_node_files
+	else
+		if [ -n "$NODE_RESTART" ]; then
+			stop_node
+		fi
+		start_node
+	fi
+	ensure_runtime_class
 fi
 
 if [ -z "$PLANE_UP" ]; then
