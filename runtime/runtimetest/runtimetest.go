@@ -47,6 +47,7 @@ func Run(t *testing.T, newRuntime func(t *testing.T) drydock.Runtime, opts Optio
 	t.Run("DestroyUnknown", s.testDestroyUnknown)
 	t.Run("FailedCreateLeavesNothing", s.testFailedCreate)
 	t.Run("InvalidSpec", s.testInvalidSpec)
+	t.Run("Claim", s.testClaim)
 }
 
 type suite struct {
