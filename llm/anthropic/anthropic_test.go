@@ -27,7 +27,8 @@ func TestConformance(t *testing.T) {
 func TestPromptCaching(t *testing.T) {
 	t.Parallel()
 	srv := llmtest.NewServer(t, llmtest.Options{Turns: []llmtest.Turn{{Text: "ok"}, {Text: "ok"}, {Text: "ok"}}})
-	p, err := anthropic.New(anthropic.Config{APIKey: llmtest.TestKey, BaseURL: srv.AnthropicBaseURL()})
+	// Thinking off: its budget would come on top of max_tokens.
+	p, err := anthropic.New(anthropic.Config{APIKey: llmtest.TestKey, BaseURL: srv.AnthropicBaseURL(), ThinkingBudget: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,4 +85,14 @@ func TestEnvironment(t *testing.T) {
 	if err != nil || res.Text != "hi" {
 		t.Fatalf("%+v %v", res, err)
 	}
+}
+
+func TestNativeDialect(t *testing.T) {
+	llmtest.RunAnthropicNative(t, func(t *testing.T, srv *llmtest.Server, budget int) llm.Provider {
+		p, err := anthropic.New(anthropic.Config{APIKey: llmtest.TestKey, BaseURL: srv.AnthropicBaseURL(), MaxRetries: 1, ThinkingBudget: budget})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	})
 }
