@@ -52,6 +52,10 @@ type Config struct {
 	MaxCostUSD float64
 	// MaxOutputTokens caps one reply of the model (default 8192).
 	MaxOutputTokens int
+	// ThinkingBudget is the extended-thinking budget of models that can
+	// think (Anthropic): 0 takes the model's default (llm.Model), negative
+	// turns thinking off. It comes on top of MaxOutputTokens.
+	ThinkingBudget int
 	// Images is "auto" (default: what is known of the model; unknown
 	// OpenAI-compatible models get none), "on" or "off": whether
 	// screenshots and figures are shown to the model.
@@ -170,7 +174,7 @@ func New(cfg Config, log *slog.Logger) (*Agent, error) {
 	case ProviderOpenAI:
 		a.provider, err = openai.New(openai.Config{APIKey: cfg.APIKey, BaseURL: cfg.BaseURL, MaxRetries: cfg.MaxRetries, RequestTimeout: cfg.RequestTimeout})
 	case ProviderAnthropic:
-		a.provider, err = anthropic.New(anthropic.Config{APIKey: cfg.APIKey, BaseURL: cfg.BaseURL, MaxRetries: cfg.MaxRetries, RequestTimeout: cfg.RequestTimeout})
+		a.provider, err = anthropic.New(anthropic.Config{APIKey: cfg.APIKey, BaseURL: cfg.BaseURL, MaxRetries: cfg.MaxRetries, RequestTimeout: cfg.RequestTimeout, ThinkingBudget: cfg.ThinkingBudget})
 	default:
 		return nil, drydock.Errorf(drydock.EINVALID, "unknown LLM provider %q: use openai or anthropic", name)
 	}

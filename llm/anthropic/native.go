@@ -68,6 +68,14 @@ func toolParam(t llm.Tool, model llm.Model) (sdk.BetaToolUnionParam, sdk.Anthrop
 	return sdk.BetaToolUnionParam{OfTool: &tool}, "", nil
 }
 
+// ThinkingBudget is the budget the provider thinks with for a model, given
+// Config.ThinkingBudget: what a request adds to max_tokens, and so what a
+// prompt must leave room for.
+func ThinkingBudget(model string, configured int) int {
+	m, _ := llm.LookupModel(model)
+	return thinkingBudget(m, configured)
+}
+
 // thinkingBudget is the budget a request thinks with: the configured one
 // (negative: off), else the model's default; 0 for models that cannot
 // think.
@@ -83,15 +91,18 @@ func thinkingBudget(model llm.Model, configured int) int {
 
 // lastTurnThought reports whether thinking may be on for the next request.
 // A tool-use loop is one assistant turn to the API, which takes one
-// thinking mode for all of it: when the last user message answers tool
-// calls whose assistant message carries no thinking (thinking was off for
-// it, or its blocks were lost), turning thinking on now would be refused,
-// so the request goes without.
+// thinking mode for all of it: when the last user message (with those
+// before it that merge into it) answers tool calls whose assistant message
+// carries no thinking (thinking was off for it, or its blocks were lost),
+// turning thinking on now would be refused, so the request goes without.
 func lastTurnThought(msgs []llm.Message) bool {
-	n := len(msgs)
-	if n < 2 || msgs[n-1].Role != llm.RoleUser || len(msgs[n-1].ToolResults) == 0 {
+	i, answers := len(msgs)-1, false
+	for ; i >= 0 && msgs[i].Role == llm.RoleUser; i-- {
+		answers = answers || len(msgs[i].ToolResults) > 0
+	}
+	if !answers || i < 0 {
 		return true
 	}
-	a := msgs[n-2]
-	return a.Role != llm.RoleAssistant || len(a.ToolCalls) == 0 || len(a.Thinking) > 0
+	a := msgs[i]
+	return len(a.ToolCalls) == 0 || len(a.Thinking) > 0
 }
