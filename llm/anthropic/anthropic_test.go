@@ -96,3 +96,31 @@ func TestNativeDialect(t *testing.T) {
 		return p
 	})
 }
+
+// A summary request appends a user message to a conversation that ends
+// with tool results; the API merges the two, so the turn those results
+// answer decides whether thinking may be on.
+func TestThinkingOffWhenMergedResultsAnswerATurnWithoutIt(t *testing.T) {
+	t.Parallel()
+	srv := llmtest.NewServer(t, llmtest.Options{Turns: []llmtest.Turn{{Text: "summary"}, {Text: "summary"}}})
+	p, err := anthropic.New(anthropic.Config{APIKey: llmtest.TestKey, BaseURL: srv.AnthropicBaseURL()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs := func(thinking []llm.Thinking) []llm.Message {
+		return []llm.Message{
+			{Role: llm.RoleUser, Text: "task"},
+			{Role: llm.RoleAssistant, Thinking: thinking, ToolCalls: []llm.ToolCall{{ID: "toolu_1", Name: "bash", Input: []byte(`{"command":"ls"}`)}}},
+			{Role: llm.RoleUser, ToolResults: []llm.ToolResult{{CallID: "toolu_1", Output: "a.txt"}}},
+			{Role: llm.RoleUser, Text: "Summarize the steps so far."},
+		}
+	}
+	for _, th := range [][]llm.Thinking{nil, {llmtest.SignThinking(llm.Thinking{Text: "list it"})}} {
+		if _, err := p.Complete(t.Context(), &llm.Request{Model: "claude-sonnet-4-5", Messages: msgs(th), NoToolCalls: true}); err != nil {
+			t.Fatalf("thinking %v: %v", th, err)
+		}
+	}
+	if r := srv.Requests(); r[0].Thinking != 0 || r[1].Thinking == 0 {
+		t.Errorf("thinking budgets %d and %d; want off without the turn's thinking, on with it", r[0].Thinking, r[1].Thinking)
+	}
+}
