@@ -140,6 +140,9 @@ func New(cfg Config, log *slog.Logger) (*Agent, error) {
 	if cfg.ContextBudget < 0 || cfg.ContextBudget > 0 && cfg.ContextBudget < tokens.MinBudget {
 		return nil, drydock.Errorf(drydock.EINVALID, "the context budget must be at least %d tokens", tokens.MinBudget)
 	}
+	if cfg.ThinkingBudget > 0 && cfg.ThinkingBudget < anthropic.MinThinkingBudget {
+		return nil, drydock.Errorf(drydock.EINVALID, "the thinking budget must be at least %d tokens (or negative to turn thinking off), not %d", anthropic.MinThinkingBudget, cfg.ThinkingBudget)
+	}
 	switch cfg.Images {
 	case "", "auto", "on", "off":
 	default:

@@ -154,3 +154,11 @@ func TestThinkingBudgetConfig(t *testing.T) {
 		}
 	}
 }
+
+func TestThinkingBudgetUnderTheMinimumIsRefused(t *testing.T) {
+	t.Parallel()
+	_, err := agent.New(agent.Config{Provider: agent.ProviderAnthropic, APIKey: llmtest.TestKey, ThinkingBudget: 500}, nil)
+	if drydock.ErrorCode(err) != drydock.EINVALID || !strings.Contains(drydock.ErrorMessage(err), "at least 1024") {
+		t.Errorf("error %v; want EINVALID naming the minimum", err)
+	}
+}
