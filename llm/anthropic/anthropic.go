@@ -158,11 +158,20 @@ func buildParams(req *llm.Request, thinking int) (sdk.BetaMessageNewParams, erro
 		}
 	}
 	if budget := thinkingBudget(model, thinking); budget > 0 && lastTurnThought(req.Messages) {
-		params.Thinking = sdk.BetaThinkingConfigParamUnion{OfEnabled: &sdk.BetaThinkingConfigEnabledParam{BudgetTokens: int64(budget)}}
 		// The budget comes on top of the reply's cap, so that thinking
-		// does not eat the room the caller asked for.
+		// does not eat the room the caller asked for, within what the
+		// model takes.
+		interleaved := model.Interleaved && len(req.Tools) > 0
 		params.MaxTokens += int64(budget)
-		if model.Interleaved && len(req.Tools) > 0 {
+		if model.MaxOutput > 0 && params.MaxTokens > int64(model.MaxOutput) {
+			params.MaxTokens = int64(model.MaxOutput)
+			if !interleaved {
+				// Without interleaving the budget must stay under max_tokens.
+				budget = min(budget, model.MaxOutput/2)
+			}
+		}
+		params.Thinking = sdk.BetaThinkingConfigParamUnion{OfEnabled: &sdk.BetaThinkingConfigEnabledParam{BudgetTokens: int64(max(budget, MinThinkingBudget))}}
+		if interleaved {
 			betas[sdk.AnthropicBetaInterleavedThinking2025_05_14] = true
 		}
 	}

@@ -124,3 +124,28 @@ func TestThinkingOffWhenMergedResultsAnswerATurnWithoutIt(t *testing.T) {
 		t.Errorf("thinking budgets %d and %d; want off without the turn's thinking, on with it", r[0].Thinking, r[1].Thinking)
 	}
 }
+
+// A large thinking budget stays within what the model takes: max_tokens is
+// capped at its output limit, and without interleaving (no tools) the
+// budget stays under max_tokens, as the API requires.
+func TestThinkingBudgetWithinTheModelsOutput(t *testing.T) {
+	t.Parallel()
+	srv := llmtest.NewServer(t, llmtest.Options{Turns: llmtest.Repeat(2, llmtest.Turn{Text: "ok"})})
+	p, err := anthropic.New(anthropic.Config{APIKey: llmtest.TestKey, BaseURL: srv.AnthropicBaseURL(), ThinkingBudget: 30_000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tools := []llm.Tool{{Name: "echo", InputSchema: []byte(`{"type":"object","properties":{"text":{"type":"string"}}}`)}}
+	for _, tl := range [][]llm.Tool{nil, tools} {
+		if _, err := p.Complete(t.Context(), &llm.Request{Model: "claude-opus-4-1", Tools: tl, Messages: []llm.Message{{Role: llm.RoleUser, Text: "hi"}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := srv.Requests()
+	if r[0].MaxTokens != 32_000 || r[0].Thinking >= r[0].MaxTokens || r[0].Thinking < 1024 {
+		t.Errorf("without tools: max_tokens %d, budget %d; want 32000 and a budget under it", r[0].MaxTokens, r[0].Thinking)
+	}
+	if r[1].MaxTokens != 32_000 || r[1].Thinking != 30_000 {
+		t.Errorf("with tools (interleaved): max_tokens %d, budget %d; want 32000 and 30000", r[1].MaxTokens, r[1].Thinking)
+	}
+}

@@ -193,6 +193,9 @@ func (anthropicAPI) decode(body []byte, req *Request) {
 				if m.Role != "assistant" {
 					bad("%s: %s blocks are only allowed in assistant messages", where, b.Type)
 				}
+				if len(b.CacheControl) > 0 {
+					bad("%s: cache_control cannot be set for %s blocks", where, b.Type)
+				}
 				msg.Thinking = append(msg.Thinking, th)
 			case "tool_use":
 				if m.Role != "assistant" {

@@ -77,6 +77,8 @@ func TestServerRefusesBrokenNativeDialect(t *testing.T) {
 			"Invalid `signature`"},
 		{"redacted thinking forged", "", thinkingLoop(`{"type":"redacted_thinking","data":"llmtest:cGxhbg==.AAAA"}`),
 			"Invalid `data` in `redacted_thinking` block"},
+		{"thinking marked for the cache", "", thinkingLoop(strings.TrimSuffix(block(good.Text, good.Signature), "}") + `,"cache_control":{"type":"ephemeral"}}`),
+			"cache_control cannot be set for thinking blocks"},
 		{"thinking in a user message", "",
 			`{"model":"m","max_tokens":10,"messages":[{"role":"user","content":[` + block(good.Text, good.Signature) + `]}]}`,
 			"only allowed in assistant messages"},
