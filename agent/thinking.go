@@ -1,6 +1,10 @@
 package agent
 
 import (
+	"encoding/json"
+	"slices"
+
+	"github.com/drydockhq/drydock"
 	"github.com/drydockhq/drydock/agent/transcript"
 	"github.com/drydockhq/drydock/llm"
 )
@@ -17,24 +21,39 @@ type heldThinking struct {
 	thinking []llm.Thinking
 }
 
-// keepThinking puts the reply's thinking in turn, or holds it when
-// masking would alter it.
+// keepThinking puts the reply's thinking in turn, or holds it when the
+// log would alter it: masking a secret in it, or cutting an event over
+// drydock.MaxEventDataBytes.
 func (r *run) keepThinking(turn *transcript.ModelTurn, thinking []llm.Thinking) {
 	r.heldThinking = heldThinking{}
 	if len(thinking) == 0 {
 		return
 	}
+	turn.Thinking = thinking
+	whole := true
 	for _, b := range thinking {
 		if r.mask.String(b.Text) != b.Text || r.mask.String(b.Signature) != b.Signature || r.mask.String(b.Redacted) != b.Redacted {
-			turn.ThinkingMasked = true
-			if len(turn.ToolCalls) > 0 {
-				// Only a turn with tool calls needs its thinking back.
-				r.heldThinking = heldThinking{callID: turn.ToolCalls[0].ID, thinking: thinking}
-			}
-			return
+			whole = false
 		}
 	}
-	turn.Thinking = thinking
+	if data, err := json.Marshal(turn); err != nil {
+		whole = false
+	} else if len(data) > drydock.MaxEventDataBytes {
+		// emit will cut the event's longest strings until it fits: see
+		// whether the thinking comes out of it whole.
+		var cut transcript.ModelTurn
+		if json.Unmarshal(shrink(data, drydock.MaxEventDataBytes), &cut) != nil || !slices.Equal(cut.Thinking, thinking) {
+			whole = false
+		}
+	}
+	if whole {
+		return
+	}
+	turn.Thinking, turn.ThinkingOmitted = nil, true
+	if len(turn.ToolCalls) > 0 {
+		// Only a turn with tool calls needs its thinking back.
+		r.heldThinking = heldThinking{callID: turn.ToolCalls[0].ID, thinking: thinking}
+	}
 }
 
 // restore gives the held thinking back to its turn in msgs, copying what

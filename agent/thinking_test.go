@@ -132,7 +132,7 @@ func TestThinkingWithASecretStaysOutOfTheLog(t *testing.T) {
 			t.Errorf("%s event holds the secret: %s", e.Type, e.Data)
 		}
 	}
-	if turns := modelTurns(t, b.rec); len(turns[0].Thinking) != 0 || !turns[0].ThinkingMasked {
+	if turns := modelTurns(t, b.rec); len(turns[0].Thinking) != 0 || !turns[0].ThinkingOmitted {
 		t.Errorf("first model event %+v; want its thinking left out and marked", turns[0])
 	}
 	r := b.srv.Requests()[1]
@@ -160,5 +160,29 @@ func TestThinkingBudgetUnderTheMinimumIsRefused(t *testing.T) {
 	_, err := agent.New(agent.Config{Provider: agent.ProviderAnthropic, APIKey: llmtest.TestKey, ThinkingBudget: 500}, nil)
 	if drydock.ErrorCode(err) != drydock.EINVALID || !strings.Contains(drydock.ErrorMessage(err), "at least 1024") {
 		t.Errorf("error %v; want EINVALID naming the minimum", err)
+	}
+}
+
+// A turn whose event would be cut to fit the log (a huge file written in
+// one call), its long thinking with it, keeps its thinking out of the log,
+// whole in memory, rather than cut and refused.
+func TestThinkingOfAnOversizedTurnIsHeldWhole(t *testing.T) {
+	t.Parallel()
+	big := strings.Repeat("x", drydock.MaxEventDataBytes)
+	// Long thinking (a large budget): the cut would reach it.
+	thought := "Write it in one go. " + strings.Repeat("Because ", 10_000)
+	b := setup(t, agent.ProviderAnthropic, llmtest.Options{Turns: []llmtest.Turn{
+		{Thinking: []llm.Thinking{{Text: thought}}, ToolCalls: []llm.ToolCall{call("str_replace_based_edit_tool", map[string]string{"command": "create", "path": "big.txt", "file_text": big})}},
+		finish("done"),
+	}}, agent.Config{})
+	if _, err := b.run(t.Context(), job("Write a big file."), nil); err != nil {
+		t.Fatal(err)
+	}
+	if turns := modelTurns(t, b.rec); !turns[0].ThinkingOmitted {
+		t.Errorf("first model event not marked as omitting its thinking")
+	}
+	want := llmtest.SignThinking(llm.Thinking{Text: thought})
+	if got := lastAssistant(t, b.srv.Requests()[1]).Thinking; len(got) != 1 || got[0] != want {
+		t.Errorf("second request's last thinking %+v; want %+v", got, want)
 	}
 }
