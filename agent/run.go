@@ -159,6 +159,8 @@ func (a *Agent) start(ctx context.Context, ar *drydock.AgentRun) (*run, error) {
 		MaxSteps:  r.maxSteps,
 		Now:       a.cfg.Now(),
 		Ask:       toolEnv.Ask != nil,
+		// The tools' default when the config sets none.
+		BashTimeout: a.cfg.BashTimeout,
 	})
 	r.meter = tokens.NewMeter(tokens.For(a.Provider(), model))
 	r.calibrate()
