@@ -226,6 +226,9 @@ func RunAnthropicNative(t *testing.T, newProvider AnthropicFactory) {
 			t.Fatal(err)
 		}
 		for _, r := range srv.Requests() {
+			if len(r.Answer.Thinking) > 0 {
+				t.Errorf("request %d: the answer thought %+v; want no thinking played when off", r.N, r.Answer.Thinking)
+			}
 			if r.Thinking != 0 || slices.Contains(r.Betas, Interleaved) || len(r.Messages) > 1 && len(r.Messages[1].Thinking) > 0 {
 				t.Errorf("request %d: thinking %d, betas %v, messages %+v; want no thinking", r.N, r.Thinking, r.Betas, r.Messages)
 			}

@@ -375,6 +375,9 @@ func (s *Server) play(w http.ResponseWriter, r *http.Request, a api, req *Reques
 			c.Input = json.RawMessage("{}")
 		}
 	}
+	if req.Thinking == 0 {
+		t.Thinking = nil // a model thinks only when the request asks it to
+	}
 	if t.StopReason == "" {
 		t.StopReason = llm.StopEndTurn
 		if len(t.ToolCalls) > 0 {
