@@ -186,3 +186,31 @@ func TestThinkingOfAnOversizedTurnIsHeldWhole(t *testing.T) {
 		t.Errorf("second request's last thinking %+v; want %+v", got, want)
 	}
 }
+
+// A Claude job gets the built-in tools, and the calls they produce work:
+// the 20250728 editor's insert_text, bash's restart.
+func TestClaudeUsesBuiltInTools(t *testing.T) {
+	t.Parallel()
+	b := setup(t, agent.ProviderAnthropic, llmtest.Options{Turns: []llmtest.Turn{
+		{ToolCalls: []llm.ToolCall{llmtest.Call("str_replace_based_edit_tool", `{"command":"create","path":"notes.txt","file_text":"one\nthree\n"}`)}},
+		{ToolCalls: []llm.ToolCall{llmtest.Call("str_replace_based_edit_tool", `{"command":"insert","path":"notes.txt","insert_line":1,"insert_text":"two\n"}`)}},
+		{ToolCalls: []llm.ToolCall{llmtest.Call("bash", `{"restart":true}`)}},
+		finish("notes.txt has three lines"),
+	}}, agent.Config{})
+	if _, err := b.run(t.Context(), job("Write notes."), nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.file(t, "notes.txt"); got != "one\ntwo\nthree\n" {
+		t.Errorf("notes.txt = %q", got)
+	}
+	types := map[string]string{}
+	for _, tl := range b.srv.Requests()[0].Tools {
+		if tl.Native != nil {
+			types[tl.Name] = tl.Native.Type
+		}
+	}
+	if types["bash"] != "bash_20250124" || types["str_replace_based_edit_tool"] != "text_editor_20250728" || len(types) != 2 {
+		t.Errorf("built-in tools offered %v; want bash and the 20250728 editor", types)
+	}
+	contains(t, "restart result", b.srv.Requests()[3].LastUser().ToolResults[0].Output, "restarted")
+}
