@@ -131,9 +131,19 @@ func buildParams(req *llm.Request, thinking int) (sdk.BetaMessageNewParams, erro
 	if req.System != "" {
 		params.System = []sdk.BetaTextBlockParam{{Text: req.System, CacheControl: sdk.NewBetaCacheControlEphemeralParam()}}
 	}
+	model, _ := llm.LookupModel(req.Model)
+	budget := thinkingBudget(model, thinking)
+	if !lastTurnThought(req.Messages) {
+		budget = 0
+	}
 	for i, m := range req.Messages {
 		switch m.Role {
 		case llm.RoleAssistant:
+			if budget == 0 {
+				// Without thinking the API needs none back, and a model that
+				// cannot think (a follow-up on another model) may refuse it.
+				m.Thinking = nil
+			}
 			if blocks := assistantBlocks(m); len(blocks) > 0 {
 				params.Messages = append(params.Messages, sdk.BetaMessageParam{Role: sdk.BetaMessageParamRoleAssistant, Content: blocks})
 			}
@@ -145,7 +155,6 @@ func buildParams(req *llm.Request, thinking int) (sdk.BetaMessageNewParams, erro
 	}
 	params.Messages = mergeRoles(params.Messages)
 	markCache(params.Messages)
-	model, _ := llm.LookupModel(req.Model)
 	betas := map[sdk.AnthropicBeta]bool{}
 	for _, t := range req.Tools {
 		tool, beta, err := toolParam(t, model)
@@ -157,7 +166,7 @@ func buildParams(req *llm.Request, thinking int) (sdk.BetaMessageNewParams, erro
 			betas[beta] = true
 		}
 	}
-	if budget := thinkingBudget(model, thinking); budget > 0 && lastTurnThought(req.Messages) {
+	if budget > 0 {
 		// The budget comes on top of the reply's cap, so that thinking
 		// does not eat the room the caller asked for, within what the
 		// model takes.

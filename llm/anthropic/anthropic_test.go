@@ -149,3 +149,33 @@ func TestThinkingBudgetWithinTheModelsOutput(t *testing.T) {
 		t.Errorf("with tools (interleaved): max_tokens %d, budget %d; want 32000 and 30000", r[1].MaxTokens, r[1].Thinking)
 	}
 }
+
+// A request that goes without thinking sends no thinking blocks: the API
+// needs none, and a model that cannot think may refuse them.
+func TestNoThinkingBlocksWithoutThinking(t *testing.T) {
+	t.Parallel()
+	srv := llmtest.NewServer(t, llmtest.Options{Turns: llmtest.Repeat(2, llmtest.Turn{Text: "ok"})})
+	p, err := anthropic.New(anthropic.Config{APIKey: llmtest.TestKey, BaseURL: srv.AnthropicBaseURL()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	signed := []llm.Thinking{llmtest.SignThinking(llm.Thinking{Text: "earlier"})}
+	msgs := []llm.Message{
+		{Role: llm.RoleUser, Text: "task"},
+		{Role: llm.RoleAssistant, Thinking: signed, ToolCalls: []llm.ToolCall{{ID: "toolu_1", Name: "bash", Input: []byte(`{}`)}}},
+		{Role: llm.RoleUser, ToolResults: []llm.ToolResult{{CallID: "toolu_1", Output: "ok"}}},
+		// This turn's thinking was lost: the request goes without.
+		{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: "toolu_2", Name: "bash", Input: []byte(`{}`)}}},
+		{Role: llm.RoleUser, ToolResults: []llm.ToolResult{{CallID: "toolu_2", Output: "ok"}}},
+	}
+	for _, model := range []string{"claude-sonnet-4-5", "claude-3-5-haiku-latest"} {
+		if _, err := p.Complete(t.Context(), &llm.Request{Model: model, Messages: msgs}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, r := range srv.Requests() {
+		if r.Thinking != 0 || len(r.Messages[1].Thinking) != 0 || strings.Contains(string(r.Body), `"thinking"`) {
+			t.Errorf("%s: thinking %d, first turn's %+v; want no thinking at all", r.Model, r.Thinking, r.Messages[1].Thinking)
+		}
+	}
+}
