@@ -98,6 +98,9 @@ type NativeTool struct {
 	// model sees it: the size of its screenshots, and so the space of the
 	// coordinates it sends.
 	DisplayWidth, DisplayHeight int
+	// Zoom says the computer tool implements the zoom action (a region of
+	// the screen, enlarged), which newer built-in versions offer.
+	Zoom bool
 	// Type is the versioned type a provider sent (e.g. "bash_20250124");
 	// set by decoders of requests (llmtest), left empty by callers.
 	Type string

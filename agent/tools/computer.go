@@ -19,7 +19,7 @@ import (
 func computerDef(w, h int) llm.Tool {
 	return llm.Tool{
 		Name:   NameComputer,
-		Native: &llm.NativeTool{Kind: llm.NativeComputer, DisplayWidth: w, DisplayHeight: h},
+		Native: &llm.NativeTool{Kind: llm.NativeComputer, DisplayWidth: w, DisplayHeight: h, Zoom: true},
 		Description: fmt.Sprintf(`Use the sandbox's graphical desktop with the mouse and keyboard, and see it.
 * screenshot shows the screen. Coordinates are pixels of the screenshot ([x, y] from the top left); the screen is scaled to %dx%d.
 * After every action except cursor_position a new screenshot shows its effect.
@@ -27,15 +27,17 @@ func computerDef(w, h int) llm.Tool {
 * type enters text; key presses a key or combination in xdotool syntax (Return, ctrl+s, alt+Tab, ctrl+shift+t); hold_key holds the key(s) in text for duration seconds.
 * scroll needs scroll_direction (up, down, left, right) and scroll_amount (clicks), at coordinate if given.
 * left_click_drag drags from start_coordinate (or the cursor) to coordinate; left_mouse_down and left_mouse_up press and release the left button (at coordinate if given) for finer drags; wait pauses for duration seconds.
+* zoom shows region [x0, y0, x1, y1] of the screen enlarged, to read small text; coordinates stay those of the full screenshot.
 Prefer bash and the editor for work that needs no graphical interface.`, w, h),
 		InputSchema: schema(`{"type":"object","properties":{
-"action":{"type":"string","enum":["screenshot","left_click","right_click","middle_click","double_click","triple_click","mouse_move","left_click_drag","left_mouse_down","left_mouse_up","type","key","hold_key","scroll","wait","cursor_position"],"description":"The action to perform."},
+"action":{"type":"string","enum":["screenshot","left_click","right_click","middle_click","double_click","triple_click","mouse_move","left_click_drag","left_mouse_down","left_mouse_up","type","key","hold_key","scroll","wait","cursor_position","zoom"],"description":"The action to perform."},
 "coordinate":{"type":"array","items":{"type":"integer"},"minItems":2,"maxItems":2,"description":"[x, y] in screenshot pixels: where to click, move, scroll, or end a drag."},
 "start_coordinate":{"type":"array","items":{"type":"integer"},"minItems":2,"maxItems":2,"description":"left_click_drag: [x, y] where the drag starts."},
 "text":{"type":"string","description":"type: the text; key and hold_key: the key or combination; clicks and scroll: modifier keys to hold (e.g. shift)."},
 "scroll_direction":{"type":"string","enum":["up","down","left","right"]},
 "scroll_amount":{"type":"integer","description":"scroll: how many wheel clicks."},
-"duration":{"type":"number","description":"wait and hold_key: seconds (at most 60)."}},
+"duration":{"type":"number","description":"wait and hold_key: seconds (at most 60)."},
+"region":{"type":"array","items":{"type":"integer"},"minItems":4,"maxItems":4,"description":"zoom: [x0, y0, x1, y1], the top left and bottom right corners in screenshot pixels."}},
 "required":["action"]}`),
 	}
 }
@@ -49,11 +51,11 @@ const (
 )
 
 // computerActions are the actions of Anthropic's built-in computer tool
-// (computer_20250124; computer_20251124 adds zoom, which is not offered).
+// (computer_20250124, and zoom from computer_20251124).
 var computerActions = map[string]bool{
 	"screenshot": true, "left_click": true, "right_click": true, "middle_click": true, "double_click": true,
 	"triple_click": true, "mouse_move": true, "left_click_drag": true, "left_mouse_down": true, "left_mouse_up": true,
-	"type": true, "key": true, "hold_key": true, "scroll": true, "wait": true, "cursor_position": true,
+	"type": true, "key": true, "hold_key": true, "scroll": true, "wait": true, "cursor_position": true, "zoom": true,
 }
 
 type computer struct{ env *Env }
@@ -66,6 +68,7 @@ type computerInput struct {
 	ScrollDirection string  `json:"scroll_direction"`
 	ScrollAmount    int     `json:"scroll_amount"`
 	Duration        float64 `json:"duration"`
+	Region          []int   `json:"region"` // zoom
 }
 
 func (c *computer) run(ctx context.Context, input json.RawMessage) Result {
@@ -73,17 +76,17 @@ func (c *computer) run(ctx context.Context, input json.RawMessage) Result {
 	if err := decode(input, &in); err != nil {
 		return errorf("computer: %v", err)
 	}
-	if in.Action == "zoom" {
-		return errorf("computer: zoom is not available here; take a screenshot instead.")
-	}
 	if !computerActions[in.Action] {
 		return errorf("computer: unknown action %q", in.Action)
 	}
 	if msg := validateAction(in); msg != "" {
 		return errorf("computer: %s", msg)
 	}
-	if in.Action == "screenshot" {
+	switch in.Action {
+	case "screenshot":
 		return c.screenshot(ctx, "")
+	case "zoom":
+		return c.zoom(ctx, in.Region)
 	}
 	res, err := c.env.Box.DesktopAction(ctx, toolbox.DesktopAction{
 		Action:          in.Action,

@@ -1,8 +1,13 @@
 package tools_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"image"
+	"image/color"
+	"image/draw"
+	"image/png"
 	"strings"
 	"sync"
 	"testing"
@@ -19,12 +24,17 @@ import (
 type desktopBox struct {
 	inertBox
 	w, h    int
+	png     []byte // the screenshot, when a test looks at it
 	mu      sync.Mutex
 	actions []toolbox.DesktopAction
 }
 
 func (d *desktopBox) Screenshot(context.Context) (*toolbox.Screenshot, error) {
-	return &toolbox.Screenshot{PNG: []byte("png"), Width: d.w, Height: d.h, ScreenWidth: d.w, ScreenHeight: d.h, Scale: 1}, nil
+	shot := d.png
+	if shot == nil {
+		shot = []byte("png")
+	}
+	return &toolbox.Screenshot{PNG: shot, Width: d.w, Height: d.h, ScreenWidth: d.w, ScreenHeight: d.h, Scale: 1}, nil
 }
 
 func (d *desktopBox) DesktopAction(_ context.Context, a toolbox.DesktopAction) (*toolbox.DesktopResult, error) {
@@ -55,7 +65,7 @@ func TestToolsDeclareTheirBuiltIns(t *testing.T) {
 	want := map[string]*llm.NativeTool{
 		"bash":                        {Kind: llm.NativeBash},
 		"str_replace_based_edit_tool": {Kind: llm.NativeTextEditor},
-		"computer":                    {Kind: llm.NativeComputer, DisplayWidth: 1280, DisplayHeight: 800},
+		"computer":                    {Kind: llm.NativeComputer, DisplayWidth: 1280, DisplayHeight: 800, Zoom: true},
 		"execute_code":                nil, "recall": nil, "finish": nil,
 	}
 	if diff := cmp.Diff(want, kinds); diff != "" {
@@ -113,9 +123,45 @@ func TestComputerTakesBuiltInInputs(t *testing.T) {
 	want(t, runCall(t, set, "computer", `{"action":"cursor_position"}`), false, "X=12,Y=34")
 	want(t, runCall(t, set, "computer", `{"action":"hold_key","duration":1}`), true, "hold_key needs text")
 	want(t, runCall(t, set, "computer", `{"action":"hold_key","text":"a","duration":600}`), true, "between 0 and 60")
-	// computer_20251124's zoom is not enabled; a model that tries it is
-	// told what to do instead.
-	want(t, runCall(t, set, "computer", `{"action":"zoom","region":[0,0,640,400]}`), true, "zoom is not available", "screenshot")
+}
+
+// computer_20251124's zoom shows a region enlarged by a whole factor to fit
+// the display, pixels kept sharp.
+func TestComputerZoom(t *testing.T) {
+	t.Parallel()
+	screen := image.NewRGBA(image.Rect(0, 0, 1280, 800))
+	red, blue, white := color.RGBA{255, 0, 0, 255}, color.RGBA{0, 0, 255, 255}, color.RGBA{255, 255, 255, 255}
+	draw.Draw(screen, screen.Rect, image.NewUniform(white), image.Point{}, draw.Src)
+	screen.Set(100, 100, red)
+	screen.Set(163, 139, blue)
+	var buf bytes.Buffer
+	if err := png.Encode(&buf, screen); err != nil {
+		t.Fatal(err)
+	}
+	set := tools.New(tools.Env{Box: &desktopBox{w: 1280, h: 800, png: buf.Bytes()}, Desktop: true})
+	r := runCall(t, set, "computer", `{"action":"zoom","region":[100,100,164,140]}`)
+	want(t, r, false, "enlarged 20x to 1280x800", "stay those of the full screenshot")
+	if len(r.Images) != 1 {
+		t.Fatalf("zoom returned %d images", len(r.Images))
+	}
+	img, err := png.Decode(bytes.NewReader(r.Images[0].Data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if img.Bounds().Dx() != 1280 || img.Bounds().Dy() != 800 || r.Images[0].Width != 1280 {
+		t.Errorf("zoomed image %v; want 1280x800", img.Bounds())
+	}
+	for _, p := range []struct {
+		x, y int
+		c    color.RGBA
+	}{{0, 0, red}, {19, 19, red}, {20, 0, white}, {1279, 799, blue}, {1260, 780, blue}, {1259, 779, white}} {
+		if got := color.RGBAModel.Convert(img.At(p.x, p.y)).(color.RGBA); got != p.c {
+			t.Errorf("zoomed pixel (%d, %d) = %v; want %v", p.x, p.y, got, p.c)
+		}
+	}
+	want(t, runCall(t, set, "computer", `{"action":"zoom","region":[1200,700,1300,800]}`), true, "outside the 1280x800 screen")
+	want(t, runCall(t, set, "computer", `{"action":"zoom","region":[10,10,5,20]}`), true, "x0 < x1")
+	want(t, runCall(t, set, "computer", `{"action":"zoom"}`), true, "zoom needs region")
 }
 
 // A screenshot of another size than the declared display says so, since

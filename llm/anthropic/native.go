@@ -50,10 +50,13 @@ func toolParam(t llm.Tool, model llm.Model) (sdk.BetaToolUnionParam, sdk.Anthrop
 			case "computer_20250124":
 				return sdk.BetaToolUnionParam{OfComputerUseTool20250124: &sdk.BetaToolComputerUse20250124Param{DisplayWidthPx: w, DisplayHeightPx: h}}, computerBetas[model.ComputerTool], nil
 			case "computer_20251124":
-				// Zoom stays off: the agent's computer tool has no such
-				// action, and an offered action the tool refuses costs the
-				// model steps.
-				return sdk.BetaToolUnionParam{OfComputerUseTool20251124: &sdk.BetaToolComputerUse20251124Param{DisplayWidthPx: w, DisplayHeightPx: h}}, computerBetas[model.ComputerTool], nil
+				// Zoom is offered only by a tool that implements it: an
+				// action the tool refuses costs the model steps.
+				p := &sdk.BetaToolComputerUse20251124Param{DisplayWidthPx: w, DisplayHeightPx: h}
+				if n.Zoom {
+					p.EnableZoom = sdk.Bool(true)
+				}
+				return sdk.BetaToolUnionParam{OfComputerUseTool20251124: p}, computerBetas[model.ComputerTool], nil
 			}
 		}
 	}

@@ -43,8 +43,9 @@ type anTool struct {
 	InputSchema  json.RawMessage `json:"input_schema"`
 	CacheControl json.RawMessage `json:"cache_control"`
 	// The computer tool's.
-	DisplayWidthPx  *int `json:"display_width_px"`
-	DisplayHeightPx *int `json:"display_height_px"`
+	DisplayWidthPx  *int  `json:"display_width_px"`
+	DisplayHeightPx *int  `json:"display_height_px"`
+	EnableZoom      *bool `json:"enable_zoom"`
 }
 
 type anBlock struct {

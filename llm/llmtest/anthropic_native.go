@@ -67,6 +67,13 @@ func anNativeTool(i int, t anTool, betas []string, bad func(string, ...any)) (ll
 		ok = false
 	}
 	tool := llm.Tool{Name: t.Name, Native: &llm.NativeTool{Kind: n.kind, Type: t.Type}}
+	if t.EnableZoom != nil {
+		if t.Type != "computer_20251124" {
+			bad("tools.%d.enable_zoom: Extra inputs are not permitted for %s", i, t.Type)
+			ok = false
+		}
+		tool.Native.Zoom = *t.EnableZoom
+	}
 	if n.kind == llm.NativeComputer {
 		if t.DisplayWidthPx == nil || t.DisplayHeightPx == nil {
 			bad("tools.%d: %s: display_width_px and display_height_px: Field required", i, t.Type)

@@ -97,6 +97,29 @@ func RunAnthropicNative(t *testing.T, newProvider AnthropicFactory) {
 		}
 	})
 
+	t.Run("ZoomOnlyForAToolThatHasIt", func(t *testing.T) {
+		t.Parallel()
+		zooming := nativeComputer
+		zooming.Native = &llm.NativeTool{Kind: llm.NativeComputer, DisplayWidth: 1280, DisplayHeight: 800, Zoom: true}
+		srv, p := setup(t, Options{Turns: Repeat(3, Turn{Text: "ok"})}, -1)
+		for _, c := range []struct {
+			model string
+			tool  llm.Tool
+		}{{"claude-opus-4-5", zooming}, {"claude-opus-4-5", nativeComputer}, {"claude-sonnet-4-5", zooming}} {
+			if _, err := complete(t, p, &llm.Request{Model: c.model, Tools: []llm.Tool{c.tool}, Messages: []llm.Message{{Role: llm.RoleUser, Text: "Look."}}}); err != nil {
+				t.Fatalf("%s: %v", c.model, err)
+			}
+		}
+		var zoom []bool
+		for _, r := range srv.Requests() {
+			zoom = append(zoom, r.Tools[0].Native.Zoom)
+		}
+		// computer_20250124 has no zoom: it is not offered there.
+		if want := []bool{true, false, false}; !slices.Equal(zoom, want) {
+			t.Errorf("zoom enabled %v; want %v", zoom, want)
+		}
+	})
+
 	t.Run("BuiltInCallsRoundTrip", func(t *testing.T) {
 		t.Parallel()
 		// Inputs as the built-in tools produce them.
