@@ -52,6 +52,10 @@ type Config struct {
 	MaxCostUSD float64
 	// MaxOutputTokens caps one reply of the model (default 8192).
 	MaxOutputTokens int
+	// ThinkingBudget is the extended-thinking budget of models that can
+	// think (Anthropic): 0 takes the model's default (llm.Model), negative
+	// turns thinking off. It comes on top of MaxOutputTokens.
+	ThinkingBudget int
 	// Images is "auto" (default: what is known of the model; unknown
 	// OpenAI-compatible models get none), "on" or "off": whether
 	// screenshots and figures are shown to the model.
@@ -136,6 +140,9 @@ func New(cfg Config, log *slog.Logger) (*Agent, error) {
 	if cfg.ContextBudget < 0 || cfg.ContextBudget > 0 && cfg.ContextBudget < tokens.MinBudget {
 		return nil, drydock.Errorf(drydock.EINVALID, "the context budget must be at least %d tokens", tokens.MinBudget)
 	}
+	if cfg.ThinkingBudget > 0 && cfg.ThinkingBudget < anthropic.MinThinkingBudget {
+		return nil, drydock.Errorf(drydock.EINVALID, "the thinking budget must be at least %d tokens (or negative to turn thinking off), not %d", anthropic.MinThinkingBudget, cfg.ThinkingBudget)
+	}
 	switch cfg.Images {
 	case "", "auto", "on", "off":
 	default:
@@ -170,7 +177,7 @@ func New(cfg Config, log *slog.Logger) (*Agent, error) {
 	case ProviderOpenAI:
 		a.provider, err = openai.New(openai.Config{APIKey: cfg.APIKey, BaseURL: cfg.BaseURL, MaxRetries: cfg.MaxRetries, RequestTimeout: cfg.RequestTimeout})
 	case ProviderAnthropic:
-		a.provider, err = anthropic.New(anthropic.Config{APIKey: cfg.APIKey, BaseURL: cfg.BaseURL, MaxRetries: cfg.MaxRetries, RequestTimeout: cfg.RequestTimeout})
+		a.provider, err = anthropic.New(anthropic.Config{APIKey: cfg.APIKey, BaseURL: cfg.BaseURL, MaxRetries: cfg.MaxRetries, RequestTimeout: cfg.RequestTimeout, ThinkingBudget: cfg.ThinkingBudget})
 	default:
 		return nil, drydock.Errorf(drydock.EINVALID, "unknown LLM provider %q: use openai or anthropic", name)
 	}

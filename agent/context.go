@@ -6,6 +6,7 @@ import (
 
 	"github.com/drydockhq/drydock"
 	"github.com/drydockhq/drydock/llm"
+	"github.com/drydockhq/drydock/llm/anthropic"
 	"github.com/drydockhq/drydock/llm/tokens"
 )
 
@@ -22,7 +23,13 @@ func (a *Agent) contextBudget(job *drydock.Job, model string) (int, error) {
 		}
 		want = n
 	}
-	return tokens.Budget(model, a.cfg.MaxOutputTokens, want), nil
+	reply := a.cfg.MaxOutputTokens
+	if a.Provider() == ProviderAnthropic {
+		// Thinking comes on top of the reply, and the API refuses a prompt
+		// that leaves the window no room for both.
+		reply += anthropic.ThinkingBudget(model, a.cfg.ThinkingBudget)
+	}
+	return tokens.Budget(model, reply, want), nil
 }
 
 // calibrate replays the token counts and reported usage of the steps in

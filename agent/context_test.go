@@ -422,9 +422,10 @@ func usages(t *testing.T, b *bundle) []map[string]any {
 	return out
 }
 
-// The budget: the model's window less the reply's room, unless the
-// configuration or the job's context_budget set one (never past the
-// window).
+// The budget: the model's window less the reply's room (its thinking
+// budget included: Claude Sonnet 4.5 thinks with 4096 tokens by default),
+// unless the configuration or the job's context_budget set one (never past
+// the window).
 func TestContextBudgetSettings(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
@@ -432,10 +433,10 @@ func TestContextBudgetSettings(t *testing.T) {
 		cfg, job int
 		want     int
 	}{
-		{"default", 0, 0, 200_000 - 8192},
+		{"default", 0, 0, 200_000 - 8192 - 4096},
 		{"config", 50_000, 0, 50_000},
 		{"job", 50_000, 9000, 9000},
-		{"past the window", 0, 900_000, 200_000 - 8192},
+		{"past the window", 0, 900_000, 200_000 - 8192 - 4096},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

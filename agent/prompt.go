@@ -15,6 +15,10 @@ type env struct {
 	MaxSteps  int
 	Now       time.Time
 	Ask       bool // ask_user is offered (interactive jobs)
+	// BashTimeout is how long a bash command runs unless the call asks for
+	// longer (default 120s). Claude's built-in bash tool carries its own
+	// description, not the tool's, so the prompt says it.
+	BashTimeout time.Duration
 }
 
 // systemPrompt tells the model where it is, what it has and how to end.
@@ -38,11 +42,15 @@ func systemPrompt(e env) string {
 		}
 	}
 	fmt.Fprintf(&b, "- Today is %s.\n", e.Now.Format("Monday, 2 January 2006"))
-	b.WriteString(`
+	bashTimeout := e.BashTimeout
+	if bashTimeout <= 0 {
+		bashTimeout = 120 * time.Second
+	}
+	fmt.Fprintf(&b, `
 # Tools
-- bash: a persistent shell; the working directory, variables and background jobs persist between calls. Long outputs are cut and the whole output saved to a file the reply names.
+- bash: a persistent shell; the working directory, variables and background jobs persist between calls. Long outputs are cut and the whole output saved to a file the reply names. A command is interrupted after %d seconds unless the call gives a longer "timeout" (seconds); one that prints nothing for a while returns early and keeps running: call bash with an empty command to wait for it, or with restart to kill it.
 - str_replace_based_edit_tool: view files and directories, create files, and edit them by exact replacement or insertion; undo_edit reverts the last edit of a file.
-`)
+`, int(bashTimeout.Seconds()))
 	if e.Code {
 		b.WriteString("- execute_code: run Python in a persistent Jupyter kernel (state persists between calls; figures come back as images), or JavaScript/TypeScript with node.\n")
 	} else {

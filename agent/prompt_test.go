@@ -109,3 +109,17 @@ func TestPromptSaysWhatTheImageHas(t *testing.T) {
 		}
 	}
 }
+
+// Claude's built-in bash tool comes with Anthropic's description, not the
+// tool's: the prompt says what is Drydock's own (timeout, waiting).
+func TestPromptSaysHowBashWaits(t *testing.T) {
+	p := systemPrompt(env{Workspace: "/workspace", BashTimeout: 300 * time.Second})
+	for _, s := range []string{"interrupted after 300 seconds", `"timeout"`, "empty command to wait"} {
+		if !strings.Contains(p, s) {
+			t.Errorf("prompt lacks %q", s)
+		}
+	}
+	if !strings.Contains(systemPrompt(env{Workspace: "/workspace"}), "after 120 seconds") {
+		t.Errorf("prompt without a configured timeout does not say the default")
+	}
+}

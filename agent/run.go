@@ -60,11 +60,14 @@ type run struct {
 	window *transcript.Window
 	meter  *tokens.Meter
 	// imgs holds the images of observations, by workspace path.
-	imgs  map[string]llm.Image
-	ids   map[string]bool // tool call ids used so far
-	steps int
-	usage drydock.Usage
-	stuck stuck
+	imgs map[string]llm.Image
+	ids  map[string]bool // tool call ids used so far
+	// held is the latest turn's thinking when masking kept it out of the
+	// log (thinking.go).
+	heldThinking heldThinking
+	steps        int
+	usage        drydock.Usage
+	stuck        stuck
 	// outcome is set once finish succeeded.
 	outcome *drydock.AgentOutcome
 	// inboxAfter is the newest seq looked at for messages; inbox holds
@@ -156,6 +159,8 @@ func (a *Agent) start(ctx context.Context, ar *drydock.AgentRun) (*run, error) {
 		MaxSteps:  r.maxSteps,
 		Now:       a.cfg.Now(),
 		Ask:       toolEnv.Ask != nil,
+		// The tools' default when the config sets none.
+		BashTimeout: a.cfg.BashTimeout,
 	})
 	r.meter = tokens.NewMeter(tokens.For(a.Provider(), model))
 	r.calibrate()

@@ -27,13 +27,26 @@ const (
 
 // Message is one turn of the conversation. A user message holds, in this
 // order, the results of the previous assistant message's tool calls, then
-// text and images; an assistant message holds text and tool calls.
+// text and images; an assistant message holds its thinking, text and tool
+// calls.
 type Message struct {
 	Role        Role
 	ToolResults []ToolResult // user: one per call of the previous assistant turn, in order
+	Thinking    []Thinking   // assistant: sent back first, unchanged
 	Text        string
 	Images      []Image    // user
 	ToolCalls   []ToolCall // assistant
+}
+
+// Thinking is a block of the model's reasoning (Anthropic's extended
+// thinking) as the provider returned it. It goes back unchanged with the
+// turn that produced it: the API checks Signature, and refuses a tool
+// result whose turn lost its thinking. A redacted block carries only
+// Redacted, the reasoning encrypted by the provider.
+type Thinking struct {
+	Text      string `json:"thinking,omitempty"`
+	Signature string `json:"signature,omitempty"`
+	Redacted  string `json:"redacted,omitempty"`
 }
 
 // ToolCall is the model asking to run a tool. Input is a JSON object.
@@ -64,6 +77,33 @@ type Tool struct {
 	Name        string
 	Description string
 	InputSchema json.RawMessage
+	// Native, when set, says the tool implements a provider's built-in
+	// tool: a provider that offers the built-in for the model sends it
+	// instead of Name, Description and InputSchema, and the model's calls
+	// then follow the built-in's input schema, which the tool accepts.
+	Native *NativeTool
+}
+
+// Kinds of built-in tools (Anthropic's bash, text editor and computer).
+const (
+	NativeBash       = "bash"
+	NativeTextEditor = "text_editor"
+	NativeComputer   = "computer"
+)
+
+// NativeTool describes the built-in tool a Tool stands for.
+type NativeTool struct {
+	Kind string // NativeBash, NativeTextEditor or NativeComputer
+	// DisplayWidth and DisplayHeight are the computer's screen as the
+	// model sees it: the size of its screenshots, and so the space of the
+	// coordinates it sends.
+	DisplayWidth, DisplayHeight int
+	// Zoom says the computer tool implements the zoom action (a region of
+	// the screen, enlarged), which newer built-in versions offer.
+	Zoom bool
+	// Type is the versioned type a provider sent (e.g. "bash_20250124");
+	// set by decoders of requests (llmtest), left empty by callers.
+	Type string
 }
 
 // Request is one call to the model.
@@ -96,6 +136,7 @@ const (
 // Response is the model's turn.
 type Response struct {
 	Model      string // as the server reports it
+	Thinking   []Thinking
 	Text       string
 	ToolCalls  []ToolCall
 	StopReason StopReason

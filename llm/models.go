@@ -12,6 +12,19 @@ type Model struct {
 	Output        float64
 	CacheRead     float64
 	CacheWrite    float64
+	// Anthropic's built-in tools the model was trained on: the versioned
+	// types of its bash, text editor and computer tools ("" where it has
+	// none, and the tool goes as a custom one). See llm/anthropic.
+	BashTool, EditorTool, ComputerTool string
+	// Extended thinking: Thinking says the model can think, ThinkingBudget
+	// is the budget (tokens) it thinks with unless configured otherwise (0:
+	// off by default), Interleaved that it can think between tool calls.
+	Thinking       bool
+	ThinkingBudget int
+	Interleaved    bool
+	// MaxOutput is the most max_tokens the model takes (0: not known),
+	// thinking included.
+	MaxOutput int
 }
 
 // models are the public list prices (standard tier, prompts under any
@@ -20,12 +33,34 @@ type Model struct {
 // their family. A model that is not here costs 0 and says so (see Cost).
 var models = []Model{
 	// Anthropic: cache writes (5-minute TTL) cost 1.25x input, reads 0.1x.
-	{Prefix: "claude-opus-4-5", ContextWindow: 200_000, Images: true, Input: 5, Output: 25, CacheRead: 0.5, CacheWrite: 6.25},
+	// Claude 4 models think with 4096 tokens by default, between tool calls
+	// too. The computer tool's newest version (zoom) is Opus 4.5's; the
+	// newest text editor (max_characters, no undo_edit) is Claude 4.1's
+	// and later. Claude 3.7's text editor is named str_replace_editor, not
+	// the agent's tool name, so it gets the custom one.
+	{Prefix: "claude-opus-4-5", ContextWindow: 200_000, Images: true, Input: 5, Output: 25, CacheRead: 0.5, CacheWrite: 6.25,
+		BashTool: "bash_20250124", EditorTool: "text_editor_20250728", ComputerTool: "computer_20251124", Thinking: true, ThinkingBudget: 4096, Interleaved: true, MaxOutput: 64000},
+	{Prefix: "claude-opus-4-1", ContextWindow: 200_000, Images: true, Input: 15, Output: 75, CacheRead: 1.5, CacheWrite: 18.75,
+		BashTool: "bash_20250124", EditorTool: "text_editor_20250728", ComputerTool: "computer_20250124", Thinking: true, ThinkingBudget: 4096, Interleaved: true, MaxOutput: 32000},
+	{Prefix: "claude-opus-4-0", ContextWindow: 200_000, Images: true, Input: 15, Output: 75, CacheRead: 1.5, CacheWrite: 18.75,
+		BashTool: "bash_20250124", EditorTool: "text_editor_20250429", ComputerTool: "computer_20250124", Thinking: true, ThinkingBudget: 4096, Interleaved: true, MaxOutput: 32000},
+	{Prefix: "claude-opus-4-2025", ContextWindow: 200_000, Images: true, Input: 15, Output: 75, CacheRead: 1.5, CacheWrite: 18.75,
+		BashTool: "bash_20250124", EditorTool: "text_editor_20250429", ComputerTool: "computer_20250124", Thinking: true, ThinkingBudget: 4096, Interleaved: true, MaxOutput: 32000},
+	// A later Claude 4.x not listed here gets the family's price but
+	// custom tools and no thinking: what it was trained on is not known.
 	{Prefix: "claude-opus-4", ContextWindow: 200_000, Images: true, Input: 15, Output: 75, CacheRead: 1.5, CacheWrite: 18.75},
+	{Prefix: "claude-sonnet-4-5", ContextWindow: 200_000, Images: true, Input: 3, Output: 15, CacheRead: 0.3, CacheWrite: 3.75,
+		BashTool: "bash_20250124", EditorTool: "text_editor_20250728", ComputerTool: "computer_20250124", Thinking: true, ThinkingBudget: 4096, Interleaved: true, MaxOutput: 64000},
+	{Prefix: "claude-sonnet-4-0", ContextWindow: 200_000, Images: true, Input: 3, Output: 15, CacheRead: 0.3, CacheWrite: 3.75,
+		BashTool: "bash_20250124", EditorTool: "text_editor_20250429", ComputerTool: "computer_20250124", Thinking: true, ThinkingBudget: 4096, Interleaved: true, MaxOutput: 64000},
+	{Prefix: "claude-sonnet-4-2025", ContextWindow: 200_000, Images: true, Input: 3, Output: 15, CacheRead: 0.3, CacheWrite: 3.75,
+		BashTool: "bash_20250124", EditorTool: "text_editor_20250429", ComputerTool: "computer_20250124", Thinking: true, ThinkingBudget: 4096, Interleaved: true, MaxOutput: 64000},
 	{Prefix: "claude-sonnet-4", ContextWindow: 200_000, Images: true, Input: 3, Output: 15, CacheRead: 0.3, CacheWrite: 3.75},
-	{Prefix: "claude-3-7-sonnet", ContextWindow: 200_000, Images: true, Input: 3, Output: 15, CacheRead: 0.3, CacheWrite: 3.75},
+	{Prefix: "claude-3-7-sonnet", ContextWindow: 200_000, Images: true, Input: 3, Output: 15, CacheRead: 0.3, CacheWrite: 3.75,
+		BashTool: "bash_20250124", ComputerTool: "computer_20250124", Thinking: true, MaxOutput: 64000},
 	{Prefix: "claude-3-5-sonnet", ContextWindow: 200_000, Images: true, Input: 3, Output: 15, CacheRead: 0.3, CacheWrite: 3.75},
-	{Prefix: "claude-haiku-4-5", ContextWindow: 200_000, Images: true, Input: 1, Output: 5, CacheRead: 0.1, CacheWrite: 1.25},
+	{Prefix: "claude-haiku-4-5", ContextWindow: 200_000, Images: true, Input: 1, Output: 5, CacheRead: 0.1, CacheWrite: 1.25,
+		BashTool: "bash_20250124", EditorTool: "text_editor_20250728", ComputerTool: "computer_20250124", Thinking: true, ThinkingBudget: 4096, Interleaved: true, MaxOutput: 64000},
 	{Prefix: "claude-3-5-haiku", ContextWindow: 200_000, Images: true, Input: 0.8, Output: 4, CacheRead: 0.08, CacheWrite: 1},
 	// OpenAI: cached input is billed at the cache-read price; writing the
 	// cache costs what input costs (CacheWrite 0 means the input price).

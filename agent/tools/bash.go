@@ -13,7 +13,8 @@ import (
 )
 
 var bashDef = llm.Tool{
-	Name: NameBash,
+	Name:   NameBash,
+	Native: &llm.NativeTool{Kind: llm.NativeBash},
 	Description: `Run a command in a persistent bash shell in the sandbox. The working directory, environment variables and background jobs persist between calls; the shell starts in the workspace.
 * Output (stdout and stderr together) is capped; when it is cut, the reply names a file in the workspace that holds all of it (read it with grep, head, tail or sed -n).
 * A command is interrupted after ` + "`timeout`" + ` seconds (default 120). When a command prints nothing for a while the call returns early and says the command is still running: call bash with an empty command to keep waiting for it, or with restart: true to kill the shell.

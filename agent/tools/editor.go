@@ -14,7 +14,8 @@ import (
 )
 
 var editorDef = llm.Tool{
-	Name: NameEditor,
+	Name:   NameEditor,
+	Native: &llm.NativeTool{Kind: llm.NativeTextEditor},
 	Description: `View, create and edit files.
 * view: a file's lines, numbered like ` + "`cat -n`" + ` (view_range [start, end] picks lines, end -1 means to the end), or a directory's files and directories up to 2 levels deep, hidden ones left out.
 * create: write a new file with file_text. It refuses to overwrite an existing file: edit it instead.
@@ -55,6 +56,9 @@ type editorInput struct {
 	OldStr     *string `json:"old_str"`
 	NewStr     *string `json:"new_str"`
 	InsertLine *int    `json:"insert_line"`
+	// InsertText is what the built-in text_editor_20250728 sends for
+	// insert in place of new_str.
+	InsertText *string `json:"insert_text"`
 	ViewRange  []int   `json:"view_range"`
 }
 
@@ -76,7 +80,11 @@ func (e *editor) run(ctx context.Context, input json.RawMessage) Result {
 	case "str_replace":
 		return e.replace(ctx, p, shown, in.OldStr, in.NewStr)
 	case "insert":
-		return e.insert(ctx, p, shown, in.InsertLine, in.NewStr)
+		text := in.NewStr
+		if text == nil {
+			text = in.InsertText
+		}
+		return e.insert(ctx, p, shown, in.InsertLine, text)
 	case "undo_edit":
 		return e.undo(ctx, p, shown)
 	case "":
@@ -249,7 +257,7 @@ func (e *editor) insert(ctx context.Context, p, shown string, line *int, newStr 
 		return errorf("Parameter `insert_line` is required for command: insert")
 	}
 	if newStr == nil {
-		return errorf("Parameter `new_str` is required for command: insert")
+		return errorf("Parameter `insert_text` (or `new_str`) is required for command: insert")
 	}
 	content, res, ok := e.read(ctx, p, shown)
 	if !ok {

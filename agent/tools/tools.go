@@ -73,6 +73,10 @@ type Env struct {
 	MaxOutput int
 	// CodeTimeout bounds one execute_code call (default 120s).
 	CodeTimeout time.Duration
+	// DisplayWidth and DisplayHeight are the desktop's size in screenshot
+	// pixels, which the computer tool declares to the model (default
+	// DefaultDisplayWidth x DefaultDisplayHeight).
+	DisplayWidth, DisplayHeight int
 	// SettleDelay is the pause between a desktop action and the
 	// screenshot that shows its effect (default 500ms).
 	SettleDelay time.Duration
@@ -149,6 +153,9 @@ func New(env Env) *Set {
 	if env.CodeTimeout == 0 {
 		env.CodeTimeout = 120 * time.Second
 	}
+	if env.DisplayWidth <= 0 || env.DisplayHeight <= 0 {
+		env.DisplayWidth, env.DisplayHeight = DefaultDisplayWidth, DefaultDisplayHeight
+	}
 	if env.SettleDelay == 0 {
 		env.SettleDelay = 500 * time.Millisecond
 	}
@@ -162,7 +169,7 @@ func New(env Env) *Set {
 	s.add(editorDef, e.run)
 	if env.Desktop {
 		c := &computer{env: &s.env}
-		s.add(computerDef, c.run)
+		s.add(computerDef(env.DisplayWidth, env.DisplayHeight), c.run)
 	}
 	s.add(codeDef, (&code{env: &s.env}).run)
 	s.add(recallDef, (&recall{env: &s.env}).run)

@@ -9,11 +9,18 @@ import (
 
 // ModelTurn is the data of an EventModel event: one reply of the model.
 type ModelTurn struct {
-	Step       int            `json:"step"`
-	Model      string         `json:"model,omitempty"`
-	Text       string         `json:"text,omitempty"`
-	ToolCalls  []llm.ToolCall `json:"tool_calls,omitempty"`
-	StopReason string         `json:"stop_reason,omitempty"`
+	Step  int    `json:"step"`
+	Model string `json:"model,omitempty"`
+	// Thinking is the turn's extended thinking, kept whole (with its
+	// signatures) since the provider checks it when it goes back.
+	Thinking []llm.Thinking `json:"thinking,omitempty"`
+	// ThinkingOmitted says the turn's thinking was left out of the log:
+	// it held a secret, or made the event too large to keep whole, and
+	// masking or cutting it would have broken its signature.
+	ThinkingOmitted bool           `json:"thinking_omitted,omitempty"`
+	Text            string         `json:"text,omitempty"`
+	ToolCalls       []llm.ToolCall `json:"tool_calls,omitempty"`
+	StopReason      string         `json:"stop_reason,omitempty"`
 }
 
 // ToolCall is the data of an EventToolCall event, written as the call

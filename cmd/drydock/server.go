@@ -43,6 +43,7 @@ type ServerCmd struct {
 	Model           string          `env:"DRYDOCK_MODEL" help:"Default model (a job's model field overrides it)."`
 	MaxSteps        int             `default:"100" env:"DRYDOCK_MAX_STEPS" help:"Step budget of jobs that set none."`
 	MaxCostUSD      float64         `name:"max-cost-usd" env:"DRYDOCK_MAX_COST_USD" help:"Most estimated model cost of one job in USD; 0 is no limit."`
+	ThinkingBudget  int             `name:"thinking-budget" env:"DRYDOCK_THINKING_BUDGET" help:"Extended-thinking budget in tokens for Claude models that can think (at least 1024; on top of the reply's room); 0 takes the model's default (4096 for Claude 4 models), negative turns thinking off."`
 	MaxConcurrent   int             `default:"2" env:"DRYDOCK_MAX_CONCURRENT" help:"Jobs this server runs at once; 0 serves the API only (another replica runs the jobs)."`
 	JobTimeout      time.Duration   `default:"30m" env:"DRYDOCK_JOB_TIMEOUT" help:"Default wall-time limit of a job."`
 	AskTimeout      time.Duration   `default:"30m" env:"DRYDOCK_ASK_TIMEOUT" help:"How long the agent of an interactive job waits for an answer to an ask_user question before it goes on without one."`
@@ -211,12 +212,13 @@ func (c *ServerCmd) Run(g *Globals) error {
 		ag = &fake.Agent{Dial: func(sb *drydock.Sandbox) fake.Workspace { return pool.Get(sb) }}
 	default:
 		a, err := agent.New(agent.Config{
-			Provider:   c.LLM,
-			Model:      c.Model,
-			MaxSteps:   c.MaxSteps,
-			MaxCostUSD: c.MaxCostUSD,
-			AskTimeout: c.AskTimeout,
-			Dial:       pool.Get,
+			Provider:       c.LLM,
+			Model:          c.Model,
+			MaxSteps:       c.MaxSteps,
+			MaxCostUSD:     c.MaxCostUSD,
+			ThinkingBudget: c.ThinkingBudget,
+			AskTimeout:     c.AskTimeout,
+			Dial:           pool.Get,
 		}, log.With("component", "agent"))
 		if err != nil {
 			return fmt.Errorf("llm agent: %w", err)

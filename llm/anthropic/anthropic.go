@@ -8,11 +8,13 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
 	sdk "github.com/anthropics/anthropic-sdk-go"
 	"github.com/anthropics/anthropic-sdk-go/option"
+	"github.com/drydockhq/drydock"
 	"github.com/drydockhq/drydock/llm"
 )
 
@@ -35,11 +37,20 @@ type Config struct {
 	MaxRetries int
 	// RequestTimeout bounds one attempt (default 10m).
 	RequestTimeout time.Duration
+	// ThinkingBudget is the extended-thinking budget in tokens for models
+	// that can think: 0 takes the model's default (llm.Model), a negative
+	// value turns thinking off, a positive one (at least 1024) sets it.
+	ThinkingBudget int
 }
 
-// Provider talks to the Messages API.
+// MinThinkingBudget is the smallest budget the API accepts.
+const MinThinkingBudget = 1024
+
+// Provider talks to the Messages API (its beta surface, which takes the
+// built-in tools and thinking options).
 type Provider struct {
-	client sdk.Client
+	client   sdk.Client
+	thinking int
 }
 
 var _ llm.Provider = (*Provider)(nil)
@@ -47,6 +58,9 @@ var _ llm.Provider = (*Provider)(nil)
 // New returns a provider, or an EINVALID error saying what to set when no
 // key is configured.
 func New(cfg Config) (*Provider, error) {
+	if cfg.ThinkingBudget > 0 && cfg.ThinkingBudget < MinThinkingBudget {
+		return nil, drydock.Errorf(drydock.EINVALID, "the thinking budget must be at least %d tokens (or negative to turn thinking off), not %d", MinThinkingBudget, cfg.ThinkingBudget)
+	}
 	opts := []option.RequestOption{option.WithoutEnvironmentDefaults()}
 	switch {
 	case cfg.APIKey != "":
@@ -75,7 +89,7 @@ func New(cfg Config) (*Provider, error) {
 		// an attempt that runs out is retried.
 		option.WithRequestTimeout(cfg.RequestTimeout),
 	)
-	return &Provider{client: sdk.NewClient(opts...)}, nil
+	return &Provider{client: sdk.NewClient(opts...), thinking: cfg.ThinkingBudget}, nil
 }
 
 // Name implements llm.Provider.
@@ -83,11 +97,11 @@ func (p *Provider) Name() string { return "anthropic" }
 
 // Complete implements llm.Provider.
 func (p *Provider) Complete(ctx context.Context, req *llm.Request) (*llm.Response, error) {
-	params, err := buildParams(req)
+	params, err := buildParams(req, p.thinking)
 	if err != nil {
 		return nil, err
 	}
-	msg, err := p.client.Messages.New(ctx, params)
+	msg, err := p.client.Beta.Messages.New(ctx, params)
 	if err != nil {
 		return nil, classify(ctx, err)
 	}
@@ -106,8 +120,8 @@ func classify(ctx context.Context, err error) error {
 	return Vendor.TransportError(ctx, err)
 }
 
-func buildParams(req *llm.Request) (sdk.MessageNewParams, error) {
-	params := sdk.MessageNewParams{
+func buildParams(req *llm.Request, thinking int) (sdk.BetaMessageNewParams, error) {
+	params := sdk.BetaMessageNewParams{
 		Model:     sdk.Model(req.Model),
 		MaxTokens: int64(req.MaxTokens),
 	}
@@ -115,47 +129,77 @@ func buildParams(req *llm.Request) (sdk.MessageNewParams, error) {
 		params.MaxTokens = DefaultMaxTokens
 	}
 	if req.System != "" {
-		params.System = []sdk.TextBlockParam{{Text: req.System, CacheControl: sdk.NewCacheControlEphemeralParam()}}
+		params.System = []sdk.BetaTextBlockParam{{Text: req.System, CacheControl: sdk.NewBetaCacheControlEphemeralParam()}}
+	}
+	model, _ := llm.LookupModel(req.Model)
+	budget := thinkingBudget(model, thinking)
+	if !lastTurnThought(req.Messages) {
+		budget = 0
 	}
 	for i, m := range req.Messages {
-		var blocks []sdk.ContentBlockParamUnion
 		switch m.Role {
 		case llm.RoleAssistant:
-			blocks = assistantBlocks(m)
-			if len(blocks) > 0 {
-				params.Messages = append(params.Messages, sdk.NewAssistantMessage(blocks...))
+			if budget == 0 {
+				// Without thinking the API needs none back, and a model that
+				// cannot think (a follow-up on another model) may refuse it.
+				m.Thinking = nil
+			}
+			if blocks := assistantBlocks(m); len(blocks) > 0 {
+				params.Messages = append(params.Messages, sdk.BetaMessageParam{Role: sdk.BetaMessageParamRoleAssistant, Content: blocks})
 			}
 		case llm.RoleUser:
-			blocks = userBlocks(m)
-			params.Messages = append(params.Messages, sdk.NewUserMessage(blocks...))
+			params.Messages = append(params.Messages, sdk.NewBetaUserMessage(userBlocks(m)...))
 		default:
 			return params, fmt.Errorf("anthropic: message %d has unknown role %q", i, m.Role)
 		}
 	}
 	params.Messages = mergeRoles(params.Messages)
 	markCache(params.Messages)
+	betas := map[sdk.AnthropicBeta]bool{}
 	for _, t := range req.Tools {
-		schema, err := inputSchema(t.InputSchema)
+		tool, beta, err := toolParam(t, model)
 		if err != nil {
-			return params, fmt.Errorf("anthropic: schema of tool %s: %w", t.Name, err)
+			return params, err
 		}
-		tool := sdk.ToolParam{Name: t.Name, InputSchema: schema}
-		if t.Description != "" {
-			tool.Description = sdk.String(t.Description)
+		params.Tools = append(params.Tools, tool)
+		if beta != "" {
+			betas[beta] = true
 		}
-		params.Tools = append(params.Tools, sdk.ToolUnionParam{OfTool: &tool})
 	}
+	if budget > 0 {
+		// The budget comes on top of the reply's cap, so that thinking
+		// does not eat the room the caller asked for, within what the
+		// model takes.
+		interleaved := model.Interleaved && len(req.Tools) > 0
+		params.MaxTokens += int64(budget)
+		if model.MaxOutput > 0 && params.MaxTokens > int64(model.MaxOutput) {
+			params.MaxTokens = int64(model.MaxOutput)
+			if !interleaved {
+				// Without interleaving the budget must stay under max_tokens.
+				budget = min(budget, model.MaxOutput/2)
+			}
+		}
+		params.Thinking = sdk.BetaThinkingConfigParamUnion{OfEnabled: &sdk.BetaThinkingConfigEnabledParam{BudgetTokens: int64(max(budget, MinThinkingBudget))}}
+		if interleaved {
+			betas[sdk.AnthropicBetaInterleavedThinking2025_05_14] = true
+		}
+	}
+	for b := range betas {
+		params.Betas = append(params.Betas, b)
+	}
+	slices.Sort(params.Betas)
 	// req.NoToolCalls sets no tool_choice: a tool_choice other than the
 	// steps' (auto) invalidates the cached message blocks, which are what
-	// such a request is built to reuse. The caller handles a reply that
+	// such a request is built to reuse, and with thinking on the API
+	// refuses any that forces a choice. The caller handles a reply that
 	// calls a tool anyway.
 	return params, nil
 }
 
 // mergeRoles joins consecutive messages of the same role, which the API
 // refuses; they arise when an assistant turn had nothing to send.
-func mergeRoles(msgs []sdk.MessageParam) []sdk.MessageParam {
-	var out []sdk.MessageParam
+func mergeRoles(msgs []sdk.BetaMessageParam) []sdk.BetaMessageParam {
+	var out []sdk.BetaMessageParam
 	for _, m := range msgs {
 		if n := len(out); n > 0 && out[n-1].Role == m.Role {
 			out[n-1].Content = append(out[n-1].Content, m.Content...)
@@ -170,34 +214,41 @@ func mergeRoles(msgs []sdk.MessageParam) []sdk.MessageParam {
 // messages: the older one is where this request reads the cache the
 // previous request wrote, the newer one where it writes for the next.
 // With the system prompt's, that makes three of the four allowed.
-func markCache(msgs []sdk.MessageParam) {
+func markCache(msgs []sdk.BetaMessageParam) {
 	marked := 0
 	for i := len(msgs) - 1; i >= 0 && marked < 2; i-- {
-		if msgs[i].Role != sdk.MessageParamRoleUser || len(msgs[i].Content) == 0 {
+		if msgs[i].Role != sdk.BetaMessageParamRoleUser || len(msgs[i].Content) == 0 {
 			continue
 		}
 		if cc := msgs[i].Content[len(msgs[i].Content)-1].GetCacheControl(); cc != nil {
-			*cc = sdk.NewCacheControlEphemeralParam()
+			*cc = sdk.NewBetaCacheControlEphemeralParam()
 			marked++
 		}
 	}
 }
 
-func assistantBlocks(m llm.Message) []sdk.ContentBlockParamUnion {
-	var blocks []sdk.ContentBlockParamUnion
+func assistantBlocks(m llm.Message) []sdk.BetaContentBlockParamUnion {
+	var blocks []sdk.BetaContentBlockParamUnion
+	for _, t := range m.Thinking {
+		if t.Redacted != "" {
+			blocks = append(blocks, sdk.NewBetaRedactedThinkingBlock(t.Redacted))
+		} else {
+			blocks = append(blocks, sdk.NewBetaThinkingBlock(t.Signature, t.Text))
+		}
+	}
 	if strings.TrimSpace(m.Text) != "" {
-		blocks = append(blocks, sdk.NewTextBlock(m.Text))
+		blocks = append(blocks, sdk.NewBetaTextBlock(m.Text))
 	}
 	for _, c := range m.ToolCalls {
-		blocks = append(blocks, sdk.NewToolUseBlock(c.ID, llm.ObjectInput(c.Input), c.Name))
+		blocks = append(blocks, sdk.NewBetaToolUseBlock(c.ID, llm.ObjectInput(c.Input), c.Name))
 	}
 	return blocks
 }
 
-func userBlocks(m llm.Message) []sdk.ContentBlockParamUnion {
-	var blocks []sdk.ContentBlockParamUnion
+func userBlocks(m llm.Message) []sdk.BetaContentBlockParamUnion {
+	var blocks []sdk.BetaContentBlockParamUnion
 	for _, r := range m.ToolResults {
-		res := sdk.ToolResultBlockParam{ToolUseID: r.CallID}
+		res := sdk.BetaToolResultBlockParam{ToolUseID: r.CallID}
 		if r.IsError {
 			res.IsError = sdk.Bool(true)
 		}
@@ -206,40 +257,40 @@ func userBlocks(m llm.Message) []sdk.ContentBlockParamUnion {
 			if text == "" {
 				text = "(no output)"
 			}
-			res.Content = append(res.Content, sdk.ToolResultBlockParamContentUnion{OfText: &sdk.TextBlockParam{Text: text}})
+			res.Content = append(res.Content, sdk.BetaToolResultBlockParamContentUnion{OfText: &sdk.BetaTextBlockParam{Text: text}})
 		}
 		for _, img := range r.Images {
-			res.Content = append(res.Content, sdk.ToolResultBlockParamContentUnion{OfImage: imageBlock(img)})
+			res.Content = append(res.Content, sdk.BetaToolResultBlockParamContentUnion{OfImage: imageBlock(img)})
 		}
-		blocks = append(blocks, sdk.ContentBlockParamUnion{OfToolResult: &res})
+		blocks = append(blocks, sdk.BetaContentBlockParamUnion{OfToolResult: &res})
 	}
 	if strings.TrimSpace(m.Text) != "" {
-		blocks = append(blocks, sdk.NewTextBlock(m.Text))
+		blocks = append(blocks, sdk.NewBetaTextBlock(m.Text))
 	}
 	for _, img := range m.Images {
-		blocks = append(blocks, sdk.ContentBlockParamUnion{OfImage: imageBlock(img)})
+		blocks = append(blocks, sdk.BetaContentBlockParamUnion{OfImage: imageBlock(img)})
 	}
 	if len(blocks) == 0 {
 		// The API refuses empty messages and empty text blocks.
-		blocks = append(blocks, sdk.NewTextBlock("(empty)"))
+		blocks = append(blocks, sdk.NewBetaTextBlock("(empty)"))
 	}
 	return blocks
 }
 
-func imageBlock(img llm.Image) *sdk.ImageBlockParam {
-	return &sdk.ImageBlockParam{Source: sdk.ImageBlockParamSourceUnion{OfBase64: &sdk.Base64ImageSourceParam{
+func imageBlock(img llm.Image) *sdk.BetaImageBlockParam {
+	return &sdk.BetaImageBlockParam{Source: sdk.BetaImageBlockParamSourceUnion{OfBase64: &sdk.BetaBase64ImageSourceParam{
 		Data:      base64.StdEncoding.EncodeToString(img.Data),
-		MediaType: sdk.Base64ImageSourceMediaType(img.MediaType),
+		MediaType: sdk.BetaBase64ImageSourceMediaType(img.MediaType),
 	}}}
 }
 
 // inputSchema splits a JSON Schema object into the SDK's fields.
-func inputSchema(raw json.RawMessage) (sdk.ToolInputSchemaParam, error) {
+func inputSchema(raw json.RawMessage) (sdk.BetaToolInputSchemaParam, error) {
 	var m map[string]any
 	if err := json.Unmarshal(raw, &m); err != nil {
-		return sdk.ToolInputSchemaParam{}, err
+		return sdk.BetaToolInputSchemaParam{}, err
 	}
-	s := sdk.ToolInputSchemaParam{Properties: m["properties"]}
+	s := sdk.BetaToolInputSchemaParam{Properties: m["properties"]}
 	if req, ok := m["required"].([]any); ok {
 		for _, r := range req {
 			if name, ok := r.(string); ok {
@@ -260,13 +311,17 @@ func inputSchema(raw json.RawMessage) (sdk.ToolInputSchemaParam, error) {
 	return s, nil
 }
 
-func convertResponse(msg *sdk.Message) *llm.Response {
+func convertResponse(msg *sdk.BetaMessage) *llm.Response {
 	out := &llm.Response{Model: string(msg.Model)}
 	var text []string
 	for _, b := range msg.Content {
 		switch b.Type {
 		case "text":
 			text = append(text, b.Text)
+		case "thinking":
+			out.Thinking = append(out.Thinking, llm.Thinking{Text: b.Thinking, Signature: b.Signature})
+		case "redacted_thinking":
+			out.Thinking = append(out.Thinking, llm.Thinking{Redacted: b.Data})
 		case "tool_use":
 			input := b.Input
 			if len(input) == 0 {
@@ -277,11 +332,11 @@ func convertResponse(msg *sdk.Message) *llm.Response {
 	}
 	out.Text = strings.Join(text, "\n\n")
 	switch msg.StopReason {
-	case sdk.StopReasonToolUse:
+	case sdk.BetaStopReasonToolUse:
 		out.StopReason = llm.StopToolUse
-	case sdk.StopReasonEndTurn, sdk.StopReasonStopSequence:
+	case sdk.BetaStopReasonEndTurn, sdk.BetaStopReasonStopSequence:
 		out.StopReason = llm.StopEndTurn
-	case sdk.StopReasonMaxTokens:
+	case sdk.BetaStopReasonMaxTokens:
 		out.StopReason = llm.StopMaxTokens
 	default:
 		out.StopReason = llm.StopOther

@@ -31,14 +31,21 @@ type anRequest struct {
 		Role    string          `json:"role"`
 		Content json.RawMessage `json:"content"`
 	} `json:"messages"`
-	Tools []struct {
-		Type         string          `json:"type"`
-		Name         string          `json:"name"`
-		Description  string          `json:"description"`
-		InputSchema  json.RawMessage `json:"input_schema"`
-		CacheControl json.RawMessage `json:"cache_control"`
-	} `json:"tools"`
-	Stream bool `json:"stream"`
+	Tools    []anTool        `json:"tools"`
+	Stream   bool            `json:"stream"`
+	Thinking json.RawMessage `json:"thinking"`
+}
+
+type anTool struct {
+	Type         string          `json:"type"`
+	Name         string          `json:"name"`
+	Description  string          `json:"description"`
+	InputSchema  json.RawMessage `json:"input_schema"`
+	CacheControl json.RawMessage `json:"cache_control"`
+	// The computer tool's.
+	DisplayWidthPx  *int  `json:"display_width_px"`
+	DisplayHeightPx *int  `json:"display_height_px"`
+	EnableZoom      *bool `json:"enable_zoom"`
 }
 
 type anBlock struct {
@@ -56,6 +63,10 @@ type anBlock struct {
 	Content      json.RawMessage `json:"content"`
 	IsError      bool            `json:"is_error"`
 	CacheControl json.RawMessage `json:"cache_control"`
+	// thinking and redacted_thinking blocks.
+	Thinking  *string `json:"thinking"`
+	Signature *string `json:"signature"`
+	Data      string  `json:"data"`
 }
 
 // anBlocks reads a content field: a string or an array of blocks.
@@ -103,9 +114,17 @@ func (anthropicAPI) decode(body []byte, req *Request) {
 			req.System = joinText(req.System, b.Text)
 		}
 	}
+	req.Betas = anBetas(req.Header)
+	req.Thinking = anThinkingConfig(in.Thinking, in.MaxTokens, req.Betas, bad)
 	for i, t := range in.Tools {
 		if t.Type != "" && t.Type != "custom" {
-			bad("tools.%d: llmtest knows only custom tools, not %q", i, t.Type)
+			if tool, ok := anNativeTool(i, t, req.Betas, bad); ok {
+				if len(t.CacheControl) > 0 {
+					req.CacheBreakpoints++
+				}
+				req.Tools = append(req.Tools, tool)
+			}
+			continue
 		}
 		if !toolName.MatchString(t.Name) {
 			bad("tools.%d.name: %q does not match ^[a-zA-Z0-9_-]{1,64}$", i, t.Name)
@@ -167,6 +186,18 @@ func (anthropicAPI) decode(body []byte, req *Request) {
 				}
 				msg.Images = append(msg.Images, img)
 				seenOther = true
+			case "thinking", "redacted_thinking":
+				th, err := anThinkingBlock(b)
+				if err != nil {
+					bad("%s: %v", where, err)
+				}
+				if m.Role != "assistant" {
+					bad("%s: %s blocks are only allowed in assistant messages", where, b.Type)
+				}
+				if len(b.CacheControl) > 0 {
+					bad("%s: cache_control cannot be set for %s blocks", where, b.Type)
+				}
+				msg.Thinking = append(msg.Thinking, th)
 			case "tool_use":
 				if m.Role != "assistant" {
 					bad("%s: tool_use blocks are only allowed in assistant messages", where)
@@ -241,6 +272,7 @@ func (anthropicAPI) decode(body []byte, req *Request) {
 		}
 		req.Messages = append(req.Messages, msg)
 	}
+	anCheckLastTurn(req, bad)
 	if n := len(in.Messages); n > 0 && in.Messages[n-1].Role != "user" {
 		bad("the last message must be a user message (llmtest does not prefill)")
 	}
@@ -265,6 +297,10 @@ func anImage(b anBlock) (llm.Image, error) {
 
 func (anthropicAPI) answer(req *Request, t Turn) any {
 	var content []any
+	if req.Thinking > 0 {
+		// The API thinks only when asked to.
+		content = append(content, anThinkingContent(t.Thinking)...)
+	}
 	if t.Text != "" {
 		content = append(content, map[string]any{"type": "text", "text": t.Text})
 	}

@@ -27,4 +27,8 @@
 //
 // Run(t, factory) is the conformance suite: each provider's tests call it
 // with a function that builds the provider against a given server.
+// RunAnthropicNative adds Anthropic's own dialect: the server checks
+// built-in tools (name, beta flag, display size) and the thinking option,
+// signs the thinking blocks a Turn plays, and refuses with 400, like the
+// API, a request that drops or alters the last tool-use turn's thinking.
 package llmtest

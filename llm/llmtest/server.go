@@ -58,6 +58,11 @@ func (f Fault) String() string {
 
 // Turn is the server's answer to one request.
 type Turn struct {
+	// Thinking is the turn's reasoning (Anthropic, when the request turned
+	// thinking on): the server signs each block (a block with Redacted
+	// set goes as redacted_thinking), and refuses a later request whose
+	// copy of them was altered (see anthropic_native.go).
+	Thinking  []llm.Thinking
 	Text      string
 	ToolCalls []llm.ToolCall // an empty ID is generated ("call_N_I" or "toolu_N_I")
 	// StopReason defaults to tool_use when there are calls, else end_turn.
@@ -102,8 +107,12 @@ type Request struct {
 	// ToolChoice is the request's tool_choice as sent (JSON), if any
 	// (OpenAI).
 	ToolChoice string
-	Header     http.Header // without the credential headers
-	Body       []byte
+	// Thinking is the extended-thinking budget the request asked for, 0
+	// when off; Betas its anthropic-beta flags (Anthropic).
+	Thinking int
+	Betas    []string
+	Header   http.Header // without the credential headers
+	Body     []byte
 	// Problems lists how the request broke the API's rules; the server
 	// answered it with 400.
 	Problems []string
@@ -365,6 +374,9 @@ func (s *Server) play(w http.ResponseWriter, r *http.Request, a api, req *Reques
 		if len(c.Input) == 0 {
 			c.Input = json.RawMessage("{}")
 		}
+	}
+	if req.Thinking == 0 {
+		t.Thinking = nil // a model thinks only when the request asks it to
 	}
 	if t.StopReason == "" {
 		t.StopReason = llm.StopEndTurn
