@@ -157,13 +157,10 @@ func TestForkBombThroughToolboxd(t *testing.T) {
 // forRealImage runs f on each engine with the real image carrying this
 // tree's toolboxd: its shell and tools are what an agent's commands use.
 func forRealImage(t *testing.T, f func(t *testing.T, s setup)) {
-	for _, e := range engines {
-		t.Run(e.name, func(t *testing.T) {
-			t.Parallel()
-			host := requireEngine(t, e.env)
-			f(t, setup{host: host, image: runtimetest.CurrentImage(t, host)})
-		})
-	}
+	forKinds(t, func(t *testing.T, s setup) {
+		s.image = runtimetest.CurrentImage(t, s.host)
+		f(t, s)
+	})
 }
 
 type lockedBuffer struct {

@@ -17,7 +17,7 @@ import (
 // requireRunsc skips unless the Docker engine at host has gVisor's runsc
 // registered as the runtime "runsc" (scripts/testenv/docker-up.sh
 // registers it).
-func requireRunsc(t *testing.T, host string) {
+func requireRunsc(t testing.TB, host string) {
 	t.Helper()
 	cli, err := client.New(client.WithHost(host))
 	if err != nil {
@@ -30,6 +30,24 @@ func requireRunsc(t *testing.T, host string) {
 	}
 	if _, ok := info.Info.Runtimes["runsc"]; !ok {
 		t.Skipf("the engine at %s has no runtime named runsc (scripts/testenv/docker-up.sh builds gVisor's runsc and registers it)", host)
+	}
+}
+
+// requireDefaultRunsc skips unless the engine at host runs its containers
+// under gVisor's runsc by default (a Podman service for gVisor).
+func requireDefaultRunsc(t testing.TB, host string) {
+	t.Helper()
+	cli, err := client.New(client.WithHost(host))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	info, err := cli.Info(t.Context(), client.InfoOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Info.DefaultRuntime != "runsc" {
+		t.Skipf("the engine at %s runs containers under %q by default, not gVisor's runsc", host, info.Info.DefaultRuntime)
 	}
 }
 

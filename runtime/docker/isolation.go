@@ -143,3 +143,48 @@ func (r *Runtime) probeGVisor(ctx context.Context, image, ociRuntime string) (bo
 		return false, engineError("wait for the isolation probe", err)
 	}
 }
+
+// hostLimits are what the engine is asked to enforce on the container.
+type hostLimits struct {
+	memory, pids int64
+	// nproc is RLIMIT_NPROC for the sandbox's user, 0 for none.
+	nproc int64
+}
+
+// gVisor's own processes on the host: the sentry (its kernel), the gofer
+// and, with the systrap platform, a stub process per address space. They
+// live in the container's cgroup, so the engine's limits bind them too.
+const (
+	// gvisorMemoryOverhead is the sentry's and gofer's memory on top of
+	// the sandbox's: 50-80 MiB measured, and page tables that grow with it.
+	gvisorMemoryOverhead = 128 << 20
+	// gvisorPidsOverhead covers the sentry's and gofer's threads (about 30
+	// idle, more under load).
+	gvisorPidsOverhead = 256
+)
+
+// gvisorLimits moves the sandbox's limits inside gVisor and leaves the
+// engine a ceiling for the whole of it, sentry included.
+//
+// Under runc the host kernel charges the sandbox's processes and kills the
+// largest when memory runs out. Under gVisor the host sees only the sentry
+// and its stubs: a fork bomb that reached the pids limit left the sentry
+// unable to start a thread (the Go runtime's fatal "failed to create new OS
+// thread": the container exited), and a memory bomb made the host's OOM
+// killer end the sentry, so the whole sandbox. So:
+//   - processes: RLIMIT_NPROC, which gVisor's kernel counts per sandbox
+//     (under runc it would count uid 1000 across the host), refuses the
+//     agent's clone with EAGAIN at the sandbox's limit, threads included as
+//     with the pids cgroup; the engine's pids limit is a ceiling four times
+//     that plus the sentry's own (systrap's stubs follow the processes);
+//   - memory: gVisor enforces no memory cgroup inside, so toolboxd does
+//     (EnvMemoryLimit: it ends the largest process as the kernel's OOM
+//     killer would, never itself); the engine's limit adds the sentry's
+//     overhead, so that toolboxd acts first.
+func gvisorLimits(res drydock.Resources) hostLimits {
+	return hostLimits{
+		memory: res.MemoryBytes + gvisorMemoryOverhead + res.MemoryBytes/8,
+		pids:   4*res.PidsLimit + gvisorPidsOverhead,
+		nproc:  res.PidsLimit,
+	}
+}
