@@ -85,7 +85,7 @@ type memSample struct {
 type memory struct {
 	cfg    MemoryConfig
 	statfs func(path string) (toolbox.MountUsage, bool) // reports tmpfs mounts only
-	guard  *guard                                        // nil: the kernel enforces the limit
+	guard  *guard                                       // nil: the kernel enforces the limit
 }
 
 func newMemory(cfg MemoryConfig) *memory {
