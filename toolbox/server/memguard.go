@@ -30,8 +30,12 @@ const (
 	guardIdlePoll = 50 * time.Millisecond
 	guardNearPoll = 5 * time.Millisecond
 	// guardVictimWait bounds how long the guard waits for its last victim
-	// to be gone (and its memory freed) before it picks another.
+	// to be gone before it picks another.
 	guardVictimWait = 2 * time.Second
+	// guardSettle is how long the use may take to fall once the victim is
+	// gone: gVisor gives freed pages back in the background, so a use
+	// still over the limit just after is no reason to end a second process.
+	guardSettle = 250 * time.Millisecond
 )
 
 // guard enforces limit on the use usage reads.
@@ -45,9 +49,11 @@ type guard struct {
 
 	kills atomic.Int64
 
-	// victim is the last process ended, until it is gone.
-	victim      int
-	victimSince time.Time
+	// victim is the last process ended, until the use is below the limit
+	// again or it had its time (guardVictimWait, then guardSettle from
+	// when it was gone).
+	victim       int
+	killed, gone time.Time
 }
 
 func newGuard(limit int64, cgroup string, log *slog.Logger) *guard {
@@ -85,13 +91,20 @@ func (g *guard) check(now time.Time) time.Duration {
 		return guardIdlePoll
 	}
 	if usage < g.limit {
+		g.victim = 0
 		if usage >= g.limit/2 {
 			return guardNearPoll
 		}
 		return guardIdlePoll
 	}
 	if g.victim != 0 {
-		if g.alive(g.victim) && now.Sub(g.victimSince) < guardVictimWait {
+		if g.alive(g.victim) && now.Sub(g.killed) < guardVictimWait {
+			return guardNearPoll
+		}
+		if g.gone.IsZero() {
+			g.gone = now
+		}
+		if now.Sub(g.gone) < guardSettle {
 			return guardNearPoll
 		}
 		g.victim = 0
@@ -106,7 +119,7 @@ func (g *guard) check(now time.Time) time.Duration {
 		return guardNearPoll
 	}
 	g.kills.Add(1)
-	g.victim, g.victimSince = pid, now
+	g.victim, g.killed, g.gone = pid, now, time.Time{}
 	g.log.Warn("memory limit reached: process ended", "pid", pid, "comm", g.comm(pid), "rss", rss, "usage", usage, "limit", g.limit)
 	return guardNearPoll
 }
