@@ -61,6 +61,7 @@ func TestProbeFromInside(t *testing.T) {
 			Bound:    []string{"/etc/hosts", "/etc/hostname", "/etc/resolv.conf", "/run/.containerenv", "/usr/sbin/docker-init", "/run/podman-init", toolboxDir},
 			Required: []string{toolboxDir},
 			Inits:    []string{"docker-init", "tini", "catatonit", "podman-init"},
+			GVisor:   s.gvisor,
 		})
 
 		// The engine agrees: the only bind mount is toolboxd's socket dir.
