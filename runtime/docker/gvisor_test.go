@@ -3,6 +3,7 @@ package docker
 import (
 	"bytes"
 	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -90,5 +91,52 @@ func TestConformanceUnderGVisor(t *testing.T) {
 	})
 	t.Run("conformance", func(t *testing.T) {
 		runtimetest.Run(t, func(t *testing.T) drydock.Runtime { return s.newRuntime(t) }, runtimetest.Options{Image: img, ReadyTimeout: time.Minute})
+	})
+}
+
+// TestOneCallMemoryBombUnderGVisor is the memory bomb toolboxd's guard
+// cannot stop: one system call (a 512 MiB read into one buffer) that
+// allocates past the engine's headroom before the guard's kill can land,
+// since gVisor's kernel acts on the kill only once the call returns. The
+// host's OOM killer then ends gVisor's sentry, so the whole sandbox, as a
+// VM that runs out of memory ends. What must hold is that it stays inside:
+// another sandbox and the host keep working, and the engine can remove it.
+func TestOneCallMemoryBombUnderGVisor(t *testing.T) {
+	t.Parallel()
+	forKinds(t, func(t *testing.T, s setup) {
+		if !s.gvisor {
+			t.Skip("under runc the kernel's OOM killer ends the bomb itself (TestBombsStayInside)")
+		}
+		s.image = runtimetest.CurrentImage(t, s.host)
+		rt := s.newRuntime(t)
+		bomb := secure(t, s, rt)
+		bystander := secure(t, s, rt)
+		cli := rt.Client()
+		ctx := t.Context()
+
+		start := time.Now()
+		r, err := tryExec(ctx, cli, bomb.ID, "dd", "if=/dev/zero", "of=/dev/null", "bs=512M", "count=1")
+		t.Logf("one-call bomb after %.1f s: %+v %v", time.Since(start).Seconds(), r, err)
+		if err == nil && r.exit == 0 {
+			t.Errorf("a 512 MiB allocation succeeded under a 128 MiB limit: %+v", r)
+		}
+		if err := runtimetest.Probe(ctx, bomb); err != nil {
+			inspect, ierr := cli.ContainerInspect(ctx, bomb.ID, client.ContainerInspectOptions{})
+			if ierr == nil && inspect.Container.State != nil {
+				st := inspect.Container.State
+				t.Logf("the bomb's sandbox ended (toolboxd: %v): running %t, exit %d, OOM-killed %t", err, st.Running, st.ExitCode, st.OOMKilled)
+			}
+		} else {
+			t.Log("the bomb's sandbox survived: toolboxd answers")
+		}
+		if err := runtimetest.Probe(ctx, bystander); err != nil {
+			t.Errorf("another sandbox stopped answering: %v", err)
+		}
+		if r := sh(ctx, t, cli, bystander.ID, "echo ok > /workspace/x && cat /workspace/x"); r.stdout != "ok\n" {
+			t.Errorf("another sandbox cannot work: %+v", r)
+		}
+		if out, err := exec.CommandContext(ctx, "sh", "-c", "for i in 1 2 3 4 5 6 7 8; do true & done; wait; echo ok").Output(); err != nil || string(out) != "ok\n" {
+			t.Errorf("the host cannot fork: %v %q", err, out)
+		}
 	})
 }
