@@ -68,6 +68,9 @@ var DefaultResources = drydock.Resources{
 	TmpBytes:       1 << 30,
 }
 
+// shmBytes is /dev/shm's size, the engines' default.
+const shmBytes = 64 << 20
+
 // homeBytes bounds /home/agent: dotfiles, caches and Jupyter's runtime
 // files, not work.
 const homeBytes = 256 << 20
@@ -299,6 +302,11 @@ func (r *Runtime) createContainer(ctx context.Context, id, dir, img string, spec
 			workspaceDir: tmpfsOpts(podman, wsBytes, "0755", true),
 			homeDir:      tmpfsOpts(podman, homeSize, "0755", true),
 			"/tmp":       tmpfsOpts(podman, tmpBytes, "1777", false),
+			// The engines' own /dev/shm, made explicit: Podman binds in a
+			// tmpfs it keeps on the host, which gVisor serves through its
+			// gofer as a host file system; a mount of the container's
+			// own is memory in gVisor's kernel, as under runc.
+			"/dev/shm": "rw,nosuid,nodev,noexec,size=" + strconv.Itoa(shmBytes) + ",mode=1777",
 		},
 		Mounts: []mount.Mount{{Type: mount.TypeBind, Source: socketDir(dir), Target: toolboxDir}},
 		Resources: container.Resources{

@@ -2,6 +2,7 @@ package docker
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"os/exec"
 	"strings"
@@ -137,6 +138,45 @@ func TestOneCallMemoryBombUnderGVisor(t *testing.T) {
 		}
 		if out, err := exec.CommandContext(ctx, "sh", "-c", "for i in 1 2 3 4 5 6 7 8; do true & done; wait; echo ok").Output(); err != nil || string(out) != "ok\n" {
 			t.Errorf("the host cannot fork: %v %q", err, out)
+		}
+	})
+}
+
+// --isolation auto picks gVisor wherever the engine offers it (Docker with
+// runsc registered; a Podman service whose default runtime is runsc), and
+// the sandboxes it then creates run under gVisor's kernel and say so; on
+// Podman without it, auto falls back to runc and says how to get gVisor.
+func TestAutoIsolationPicksGVisor(t *testing.T) {
+	t.Parallel()
+	forKinds(t, func(t *testing.T, s setup) {
+		if !s.gvisor && s.host != os.Getenv("DRYDOCK_TEST_PODMAN_HOST") {
+			t.Skip("Docker offers runsc beside runc: its runc kind is the same engine as docker-gvisor")
+		}
+		img := testImage(t, s.host)
+		rt := setup{host: s.host, image: img}.newRuntime(t)
+		iso, fallback, err := rt.ResolveIsolation(t.Context(), ModeAuto, img)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !s.gvisor {
+			if iso != drydock.IsolationRunc || !strings.Contains(fallback, "containers.conf") {
+				t.Errorf("auto on Podman without gVisor: %q, fallback %q; want runc and how to register runsc", iso, fallback)
+			}
+			return
+		}
+		if iso != drydock.IsolationGVisor || fallback != "" {
+			t.Fatalf("auto: %q, fallback %q; want gvisor", iso, fallback)
+		}
+		sb, err := rt.Create(t.Context(), drydock.SandboxSpec{JobID: "auto-" + drydock.RandomHex(4), Image: img})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rt.Destroy(context.WithoutCancel(t.Context()), sb.ID)
+		if sb.Isolation != drydock.IsolationGVisor {
+			t.Errorf("the sandbox says isolation %q; want gvisor", sb.Isolation)
+		}
+		if r := sh(t.Context(), t, rt.Client(), sb.ID, "dmesg"); !strings.Contains(r.stdout, "gVisor") {
+			t.Errorf("the sandbox's kernel is not gVisor's: %+v", r)
 		}
 	})
 }

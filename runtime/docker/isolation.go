@@ -2,6 +2,7 @@ package docker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -24,7 +25,10 @@ const (
 )
 
 // podmanHow says how Podman's sandboxes get gVisor.
-const podmanHow = "the Podman service's default runtime is not gVisor (Podman's Docker-compatible API takes no runtime per container): register runsc in containers.conf ([engine.runtimes] runsc = [\"/path/to/runsc\"], with --host-uds=all through a wrapper script) and set [engine] runtime = \"runsc\", then restart the service"
+const podmanHow = "the Podman service's default runtime is not gVisor (Podman's Docker-compatible API takes no runtime per container): register runsc in containers.conf ([engine.runtimes] runsc = [\"/path/to/runsc\"], with --host-uds=all --network=none through a wrapper script) and set [engine] runtime = \"runsc\", then restart the service"
+
+// noLoopback says why a gVisor without loopback will not do.
+const noLoopback = "a container under gVisor has no loopback interface, which toolboxd's egress forwarder and the code kernel need (runsc's default --network=sandbox takes the interfaces of the network namespace Podman makes for network \"none\", and finds none it can use): run runsc with --network=none, which gives each sandbox its own loopback and nothing else"
 
 // gvisorRuntime is the name gVisor's runsc is registered under.
 const gvisorRuntime = "runsc"
@@ -78,6 +82,11 @@ func (r *Runtime) ResolveIsolation(ctx context.Context, mode, image string) (iso
 	}
 	ok, err := r.probeGVisor(ctx, image, want)
 	switch {
+	case errors.Is(err, errNoLoopback) && podman:
+		// Every container there runs under it: runc is no way out.
+		return "", "", drydock.Errorf(drydock.EINVALID, "--isolation %s: the Podman service runs its containers under gVisor, but %s", mode, noLoopback)
+	case errors.Is(err, errNoLoopback):
+		return r.fallback(mode, noLoopback)
 	case err != nil:
 		return r.fallback(mode, "a container under gVisor did not run: "+drydock.ErrorMessage(err))
 	case !ok && podman:
@@ -105,16 +114,20 @@ func (r *Runtime) setIsolation(ociRuntime, isolation string) {
 	r.opts.OCIRuntime, r.isolation = ociRuntime, isolation
 }
 
+// errNoLoopback: the probe ran under gVisor but found no loopback.
+var errNoLoopback = errors.New("no loopback interface under gVisor")
+
 // probeGVisor runs a container of image under ociRuntime ("" for the
 // engine's default) and reports whether its kernel is gVisor's: gVisor's
-// syslog is its own boot log, which names it.
+// syslog is its own boot log, which names it. Under gVisor the container
+// must also have a loopback interface (errNoLoopback).
 func (r *Runtime) probeGVisor(ctx context.Context, image, ociRuntime string) (bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
 	name := "drydock-isolation-probe-" + drydock.RandomHex(6)
 	cfg := &container.Config{
 		Image:      image,
-		Entrypoint: []string{"/bin/sh", "-c", "dmesg 2>/dev/null | grep -q gVisor"},
+		Entrypoint: []string{"/bin/sh", "-c", "dmesg 2>/dev/null | grep -q gVisor || exit 1; grep -q '^ *lo:' /proc/net/dev || exit 3"},
 		Labels:     map[string]string{"drydock.probe": "isolation"},
 	}
 	hc := &container.HostConfig{NetworkMode: "none", Runtime: ociRuntime, CapDrop: []string{"ALL"}, SecurityOpt: []string{"no-new-privileges"}}
@@ -137,6 +150,9 @@ func (r *Runtime) probeGVisor(ctx context.Context, image, ociRuntime string) (bo
 	case res := <-wait.Result:
 		if res.Error != nil {
 			return false, fmt.Errorf("isolation probe: %s", res.Error.Message)
+		}
+		if res.StatusCode == 3 {
+			return true, errNoLoopback
 		}
 		return res.StatusCode == 0, nil
 	case err := <-wait.Error:
