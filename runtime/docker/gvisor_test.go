@@ -180,3 +180,39 @@ func TestAutoIsolationPicksGVisor(t *testing.T) {
 		}
 	})
 }
+
+// Under gVisor the sandbox's limits are enforced inside it: the agent's
+// processes see RLIMIT_NPROC at the pids limit and toolboxd is told the
+// memory limit, while the engine's limits leave room for gVisor's own
+// processes. Under runc the engine's limits are the sandbox's, and neither
+// is set (RLIMIT_NPROC would count uid 1000 across the host).
+func TestLimitsUnderEachIsolation(t *testing.T) {
+	t.Parallel()
+	forKinds(t, func(t *testing.T, s setup) {
+		s.image = testImage(t, s.host)
+		rt := s.newRuntime(t)
+		sb := secure(t, s, rt)
+		inspect, err := rt.Client().ContainerInspect(t.Context(), sb.ID, client.ContainerInspectOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		hc := inspect.Container.HostConfig
+		limits := sh(t.Context(), t, rt.Client(), sb.ID, "grep 'Max processes' /proc/self/limits").stdout
+		env := strings.Join(inspect.Container.Config.Env, " ")
+		want := gvisorLimits(tightLimits)
+		if !s.gvisor {
+			want = hostLimits{memory: tightLimits.MemoryBytes, pids: tightLimits.PidsLimit}
+		}
+		if hc.Memory != want.memory || hc.PidsLimit == nil || *hc.PidsLimit != want.pids {
+			t.Errorf("the engine's limits: memory %d, pids %v; want %d, %d", hc.Memory, hc.PidsLimit, want.memory, want.pids)
+		}
+		if f := strings.Fields(limits); s.gvisor && (len(f) < 4 || f[2] != "64" || f[3] != "64") {
+			t.Errorf("RLIMIT_NPROC in the sandbox: %q; want 64 64", limits)
+		} else if !s.gvisor && len(f) >= 4 && f[2] == "64" {
+			t.Errorf("RLIMIT_NPROC at the pids limit under runc: %q (engine's ulimits %v)", limits, hc.Ulimits)
+		}
+		if got := strings.Contains(env, EnvMemoryLimit+"=134217728"); got != s.gvisor {
+			t.Errorf("toolboxd told the memory limit: %t; want %t (%s)", got, s.gvisor, env)
+		}
+	})
+}
