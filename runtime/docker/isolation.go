@@ -172,7 +172,9 @@ type hostLimits struct {
 // live in the container's cgroup, so the engine's limits bind them too.
 const (
 	// gvisorMemoryOverhead is the sentry's and gofer's memory on top of
-	// the sandbox's: 50-80 MiB measured, and page tables that grow with it.
+	// the sandbox's: 50-80 MiB measured, and page tables that grow with it
+	// (gvisorLimits adds a share of the limit for those and for what an
+	// allocation gains before toolboxd's guard ends it).
 	gvisorMemoryOverhead = 128 << 20
 	// gvisorPidsOverhead covers the sentry's and gofer's threads (about 30
 	// idle, more under load).
@@ -196,10 +198,12 @@ const (
 //   - memory: gVisor enforces no memory cgroup inside, so toolboxd does
 //     (EnvMemoryLimit: it ends the largest process as the kernel's OOM
 //     killer would, never itself); the engine's limit adds the sentry's
-//     overhead, so that toolboxd acts first.
+//     overhead and room for what an allocation gains while the guard
+//     polls (a growing bomb outran 144 MiB of it on a loaded machine), so
+//     that toolboxd acts first.
 func gvisorLimits(res drydock.Resources) hostLimits {
 	return hostLimits{
-		memory: res.MemoryBytes + gvisorMemoryOverhead + res.MemoryBytes/8,
+		memory: res.MemoryBytes + gvisorMemoryOverhead + max(res.MemoryBytes/4, 128<<20),
 		pids:   4*res.PidsLimit + gvisorPidsOverhead,
 		nproc:  res.PidsLimit,
 	}

@@ -23,12 +23,14 @@ import (
 // itself; the engine's limit is set above the sandbox's (runtime/docker
 // gvisorLimits), so the guard acts first.
 
-// Poll intervals: idle well below the limit, and close to it, where an
-// allocation loop gains tens of MiB between polls. The engine's headroom
-// covers what one interval lets through.
+// Poll intervals: idle well below the limit, and closer as the use nears
+// it, where an allocation loop gains tens of MiB between polls (reading the
+// use costs gVisor's kernel some microseconds). The engine's headroom
+// covers what the guard lets through, a busy machine's delays included.
 const (
 	guardIdlePoll = 50 * time.Millisecond
-	guardNearPoll = 5 * time.Millisecond
+	guardHalfPoll = 10 * time.Millisecond // above half the limit
+	guardNearPoll = 2 * time.Millisecond  // above three quarters, and after a kill
 	// guardVictimWait bounds how long the guard waits for its last victim
 	// to be gone before it picks another.
 	guardVictimWait = 2 * time.Second
@@ -92,8 +94,11 @@ func (g *guard) check(now time.Time) time.Duration {
 	}
 	if usage < g.limit {
 		g.victim = 0
-		if usage >= g.limit/2 {
+		switch {
+		case usage >= g.limit/4*3:
 			return guardNearPoll
+		case usage >= g.limit/2:
+			return guardHalfPoll
 		}
 		return guardIdlePoll
 	}
