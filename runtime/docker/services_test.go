@@ -174,8 +174,13 @@ func TestDesktopAnswers(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r, err := c.Exec(ctx, toolbox.ExecRequest{Command: "DISPLAY=:1 xterm -geometry 100x30+100+100 -bg white -fg black -e 'sleep 600' >/dev/null 2>&1 &"}, io.Discard, io.Discard)
-		if err != nil || r.ExitCode != 0 {
+		// From a shell session, whose background jobs live on (exec ends
+		// the command's process group with it).
+		sess, err := c.CreateSession(ctx, toolbox.SessionRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r, err := c.Run(ctx, sess.ID, toolbox.RunRequest{Command: "DISPLAY=:1 xterm -geometry 100x30+100+100 -bg white -fg black -e 'sleep 600' >/dev/null 2>&1 &"}); err != nil || r.ExitCode != 0 {
 			t.Fatalf("open a window: %+v %v", r, err)
 		}
 		shown := false
