@@ -233,12 +233,13 @@ func TestMemoryBombThroughToolboxd(t *testing.T) {
 		}
 		run("head -c 15M /dev/zero > /workspace/fill || true")
 		for i := range 3 {
+			start := time.Now()
 			r, out := run(`python3 -c 'b = []
 while True: b.append(bytearray(8 << 20))'`)
 			if r.ExitCode == 0 {
 				t.Fatalf("bomb %d: a growing allocation ended without error under a 128 MiB limit: %q", i, out)
 			}
-			t.Logf("bomb %d: exit %d", i, r.ExitCode)
+			t.Logf("bomb %d: exit %d after %s", i, r.ExitCode, time.Since(start).Round(time.Millisecond))
 			if err := runtimetest.Probe(ctx, sb); err != nil {
 				t.Fatalf("toolboxd does not answer after memory bomb %d: %v", i, err)
 			}
