@@ -54,7 +54,8 @@ func requireDefaultRunsc(t testing.TB, host string) {
 }
 
 // The runtime conformance suite with the sandboxes under gVisor (issue
-// 17): the real image, OCIRuntime runsc on Docker. A sandbox's kernel
+// 17): the real image, OCIRuntime runsc on Docker, and the Podman service
+// whose default runtime is runsc. A sandbox's kernel
 // answers as gVisor's (its syslog is gVisor's boot log), which tells that
 // the engine did not fall back to runc.
 func TestConformanceUnderGVisor(t *testing.T) {
@@ -63,35 +64,38 @@ func TestConformanceUnderGVisor(t *testing.T) {
 	if img == "" {
 		t.Skip("DRYDOCK_TEST_IMAGE is not set; build one with drydock image build")
 	}
-	s := setup{host: requireEngine(t, "DRYDOCK_TEST_DOCKER_HOST"), image: img, ociRuntime: "runsc"}
-	requireRunsc(t, s.host)
-
-	t.Run("kernel", func(t *testing.T) {
-		rt := s.newRuntime(t)
-		sb, err := rt.Create(t.Context(), drydock.SandboxSpec{JobID: "gvisor-" + drydock.RandomHex(4), Image: img})
-		if err != nil {
-			t.Fatal(err)
+	forKinds(t, func(t *testing.T, s setup) {
+		if !s.gvisor {
+			t.Skip("under runc: TestConformanceRealImage")
 		}
-		defer rt.Destroy(t.Context(), sb.ID)
-		c := toolbox.New(sb.Endpoint, sb.Token)
-		defer c.Close()
-		var out bytes.Buffer
-		for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
-			out.Reset()
-			res, err := c.Exec(t.Context(), toolbox.ExecRequest{Command: "dmesg 2>&1; cat /proc/version"}, &out, &out)
-			if err == nil && res.ExitCode == 0 {
-				break
+		s.image = img
+		t.Run("kernel", func(t *testing.T) {
+			rt := s.newRuntime(t)
+			sb, err := rt.Create(t.Context(), drydock.SandboxSpec{JobID: "gvisor-" + drydock.RandomHex(4), Image: img})
+			if err != nil {
+				t.Fatal(err)
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("exec in the gVisor sandbox: %v %q", err, out.String())
+			defer rt.Destroy(t.Context(), sb.ID)
+			c := toolbox.New(sb.Endpoint, sb.Token)
+			defer c.Close()
+			var out bytes.Buffer
+			for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
+				out.Reset()
+				res, err := c.Exec(t.Context(), toolbox.ExecRequest{Command: "dmesg 2>&1; cat /proc/version"}, &out, &out)
+				if err == nil && res.ExitCode == 0 {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("exec in the gVisor sandbox: %v %q", err, out.String())
+				}
 			}
-		}
-		if !strings.Contains(out.String(), "gVisor") {
-			t.Fatalf("the sandbox's kernel is not gVisor's:\n%s", out.String())
-		}
-	})
-	t.Run("conformance", func(t *testing.T) {
-		runtimetest.Run(t, func(t *testing.T) drydock.Runtime { return s.newRuntime(t) }, runtimetest.Options{Image: img, ReadyTimeout: time.Minute})
+			if !strings.Contains(out.String(), "gVisor") {
+				t.Fatalf("the sandbox's kernel is not gVisor's:\n%s", out.String())
+			}
+		})
+		t.Run("conformance", func(t *testing.T) {
+			runtimetest.Run(t, func(t *testing.T) drydock.Runtime { return s.newRuntime(t) }, runtimetest.Options{Image: img, ReadyTimeout: time.Minute})
+		})
 	})
 }
 
