@@ -31,18 +31,32 @@ func engineHasRunsc(t *testing.T, host string) bool {
 	return ok
 }
 
-// With --isolation gvisor a job's sandbox runs under gVisor on Docker: the
-// server's /readyz, the job's isolation field and its log say so, and the
-// sandbox's kernel is gVisor's (its syslog is gVisor's boot log).
+// A job's sandbox runs under gVisor on each engine that offers it: Docker
+// with runsc registered (--isolation gvisor) and a Podman service whose
+// default runtime is runsc (--isolation auto must find it). The server's
+// /readyz, the job's isolation field and its log say so, and the sandbox's
+// kernel is gVisor's (its syslog is gVisor's boot log).
 func TestJobRunsUnderGVisor(t *testing.T) {
 	t.Parallel()
-	host := os.Getenv("DRYDOCK_TEST_DOCKER_HOST")
-	if host == "" {
-		t.Skip("DRYDOCK_TEST_DOCKER_HOST not set: no Docker engine (make test starts one)")
+	for _, c := range []struct{ name, env, mode string }{
+		{"docker", "DRYDOCK_TEST_DOCKER_HOST", "gvisor"},
+		{"podman-gvisor", "DRYDOCK_TEST_PODMAN_GVISOR_HOST", "auto"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			host := os.Getenv(c.env)
+			if host == "" {
+				t.Skipf("%s not set: no %s engine with gVisor (make test starts one)", c.env, c.name)
+			}
+			if c.name == "docker" && !engineHasRunsc(t, host) {
+				t.Skip("the test dockerd has no runsc runtime (scripts/testenv/docker-up.sh registers one)")
+			}
+			jobUnderGVisor(t, host, c.mode)
+		})
 	}
-	if !engineHasRunsc(t, host) {
-		t.Skip("the test dockerd has no runsc runtime (scripts/testenv/docker-up.sh registers one)")
-	}
+}
+
+func jobUnderGVisor(t *testing.T, host, mode string) {
 	image := os.Getenv("DRYDOCK_TEST_IMAGE_HEADLESS")
 	if image == "" {
 		image = "drydock-sandbox:headless"
@@ -55,7 +69,7 @@ func TestJobRunsUnderGVisor(t *testing.T) {
 			s.args[i] = "docker"
 		}
 	}
-	s.args = append(s.args, "--docker-host", host, "--image-headless", image, "--isolation", "gvisor")
+	s.args = append(s.args, "--docker-host", host, "--image-headless", image, "--isolation", mode)
 	s.start()
 	if code, body := s.do("GET", "/readyz", "", ""); code != 200 || !strings.Contains(string(body), `"isolation":"gvisor"`) {
 		t.Fatalf("/readyz: %d %s", code, body)

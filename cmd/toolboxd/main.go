@@ -55,9 +55,12 @@ const (
 	envTokenFile  = "TOOLBOXD_TOKEN_FILE"
 	envWorkspace  = "TOOLBOXD_WORKSPACE"
 	envProfile    = "TOOLBOXD_PROFILE"
-	envLogLevel   = "TOOLBOXD_LOG_LEVEL"
-	envVNCPass    = "TOOLBOXD_VNC_PASSWORD"
-	envServices   = "TOOLBOXD_SERVICES"
+	// envMemoryLimit: the sandbox memory limit toolboxd enforces itself
+	// (runtime/docker sets it under gVisor).
+	envMemoryLimit = "TOOLBOXD_MEMORY_LIMIT"
+	envLogLevel    = "TOOLBOXD_LOG_LEVEL"
+	envVNCPass     = "TOOLBOXD_VNC_PASSWORD"
+	envServices    = "TOOLBOXD_SERVICES"
 	// envRuntimeDir holds the kernel's and the desktop's sockets and files
 	// (default $TMPDIR/drydock). One toolboxd runs per sandbox; tests that
 	// run several in one process give each its own.
@@ -181,6 +184,16 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		// The sandbox's cgroup and the directories that may be tmpfs, whose
 		// files count against its memory: replies name them on OOM kills.
 		Memory: server.MemoryConfig{Cgroup: server.DetectMemoryCgroup(), Mounts: []string{*workspace, "/tmp", home, "/dev/shm"}},
+	}
+	if v := getenv(envMemoryLimit); v != "" {
+		limit, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || limit <= 0 {
+			return fmt.Errorf("$%s: %q is not a number of bytes", envMemoryLimit, v)
+		}
+		if cfg.Memory.Cgroup == "" {
+			logger.Warn("no memory cgroup to read the use from: the memory limit is not enforced by toolboxd", "limit", limit)
+		}
+		cfg.Memory.Limit = limit
 	}
 	switch *withServices {
 	case "none":

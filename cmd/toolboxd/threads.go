@@ -60,9 +60,38 @@ func spareThreads() int {
 	return min(max(limit/4, minSpareThreads), maxSpareThreads)
 }
 
-// pidsLimit reads the pids limit of toolboxd's cgroup (v2, or v1's pids
-// controller); 0 when there is none or it cannot be read.
+// pidsLimit is the number of tasks the sandbox may have: the pids limit of
+// toolboxd's cgroup (v2, or v1's pids controller) or, when that has none,
+// RLIMIT_NPROC, which is how the docker runtime limits a sandbox under
+// gVisor (its kernel counts it per sandbox; its cgroups say "max"); 0 when
+// neither limits it.
 func pidsLimit() int {
+	var rl syscall.Rlimit
+	nproc := uint64(0)
+	if err := syscall.Getrlimit(rlimitNPROC, &rl); err == nil {
+		nproc = rl.Cur
+	}
+	return tasksLimit(cgroupPidsMax(), nproc)
+}
+
+// rlimitNPROC is RLIMIT_NPROC on Linux (syscall names it on no platform).
+const rlimitNPROC = 6
+
+// tasksLimit picks the binding limit of the cgroup's (0: none) and
+// RLIMIT_NPROC (unlimited or huge: none).
+func tasksLimit(cgroup int, nproc uint64) int {
+	if nproc == 0 || nproc >= 1<<20 {
+		return cgroup
+	}
+	if cgroup <= 0 || int(nproc) < cgroup {
+		return int(nproc)
+	}
+	return cgroup
+}
+
+// cgroupPidsMax reads the pids limit of toolboxd's cgroup; 0 when there is
+// none or it cannot be read.
+func cgroupPidsMax() int {
 	for _, p := range []string{"/sys/fs/cgroup/pids.max", "/sys/fs/cgroup/pids/pids.max"} {
 		b, err := os.ReadFile(p)
 		if err != nil {

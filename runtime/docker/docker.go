@@ -54,6 +54,9 @@ const (
 	EnvSecretsFile = "TOOLBOXD_SECRETS_FILE"
 	EnvProfile     = "TOOLBOXD_PROFILE"
 	EnvWorkspace   = "TOOLBOXD_WORKSPACE"
+	// EnvMemoryLimit asks toolboxd to enforce the sandbox's memory limit
+	// itself (gVisor; see gvisorLimits).
+	EnvMemoryLimit = "TOOLBOXD_MEMORY_LIMIT"
 )
 
 // DefaultResources are the limits of a sandbox whose spec leaves them zero.
@@ -64,6 +67,9 @@ var DefaultResources = drydock.Resources{
 	WorkspaceBytes: 2 << 30,
 	TmpBytes:       1 << 30,
 }
+
+// shmBytes is /dev/shm's size, the engines' default.
+const shmBytes = 64 << 20
 
 // homeBytes bounds /home/agent: dotfiles, caches and Jupyter's runtime
 // files, not work.
@@ -249,6 +255,11 @@ func (r *Runtime) createContainer(ctx context.Context, id, dir, img string, spec
 	env[EnvProfile] = string(spec.Profile)
 	env[EnvWorkspace] = workspaceDir
 	egressEnv(env)
+	limits := hostLimits{memory: res.MemoryBytes, pids: res.PidsLimit}
+	if isolation == drydock.IsolationGVisor {
+		limits = gvisorLimits(res)
+		env[EnvMemoryLimit] = strconv.FormatInt(res.MemoryBytes, 10)
+	}
 	var envList []string
 	for _, k := range slices.Sorted(maps.Keys(env)) {
 		envList = append(envList, k+"="+env[k])
@@ -276,7 +287,6 @@ func (r *Runtime) createContainer(ctx context.Context, id, dir, img string, spec
 		}
 		securityOpt = append(securityOpt, "seccomp="+profile)
 	}
-	pids := res.PidsLimit
 	wsBytes, tmpBytes, homeSize := tmpfsSizes(res)
 	if wsBytes < res.WorkspaceBytes || tmpBytes < res.TmpBytes {
 		r.log.Info("tmpfs mounts sized below the memory limit", "sandbox", id, "memory", res.MemoryBytes,
@@ -292,14 +302,22 @@ func (r *Runtime) createContainer(ctx context.Context, id, dir, img string, spec
 			workspaceDir: tmpfsOpts(podman, wsBytes, "0755", true),
 			homeDir:      tmpfsOpts(podman, homeSize, "0755", true),
 			"/tmp":       tmpfsOpts(podman, tmpBytes, "1777", false),
+			// The engines' own /dev/shm, made explicit: Podman binds in a
+			// tmpfs it keeps on the host, which gVisor serves through its
+			// gofer as a host file system; a mount of the container's
+			// own is memory in gVisor's kernel, as under runc.
+			"/dev/shm": "rw,nosuid,nodev,noexec,size=" + strconv.Itoa(shmBytes) + ",mode=1777",
 		},
 		Mounts: []mount.Mount{{Type: mount.TypeBind, Source: socketDir(dir), Target: toolboxDir}},
 		Resources: container.Resources{
-			Memory:     res.MemoryBytes,
-			MemorySwap: res.MemoryBytes, // no swap: the limit is the limit
+			Memory:     limits.memory,
+			MemorySwap: limits.memory, // no swap: the limit is the limit
 			NanoCPUs:   int64(res.CPUs * 1e9),
-			PidsLimit:  &pids,
+			PidsLimit:  &limits.pids,
 		},
+	}
+	if limits.nproc > 0 {
+		hc.Ulimits = []*container.Ulimit{{Name: "nproc", Soft: limits.nproc, Hard: limits.nproc}}
 	}
 	initProcess := !r.opts.NoInit
 	hc.Init = &initProcess

@@ -33,17 +33,23 @@ func TestForkBombThroughToolboxd(t *testing.T) {
 		defer tc.Close()
 		ctx := t.Context()
 
-		// The bomb: sleeps that hold their pids for 30 s, started until
-		// 400 have run. bash retries a refused fork with a back-off, so
-		// every pid that frees up is taken again, as in a real fork bomb;
-		// toolboxd ends the command's whole group at its 40 s timeout.
+		// The bomb: children that hold their pids for 30 s, forked until
+		// 400 have run, a refused fork retried at once, so every pid that
+		// frees up is taken again, as in a real fork bomb; toolboxd ends
+		// the command's whole group at its 40 s timeout. (A bash loop gave
+		// up after its own fork retries, exit 254, on a loaded machine
+		// sometimes before the test saw the limit held.)
 		bomb := make(chan error, 1)
 		var bombOut lockedBuffer
+		bombStart := time.Now()
 		go func() {
-			_, err := tc.Exec(ctx, toolbox.ExecRequest{
-				Args:    []string{"bash", "-c", `for i in $(seq 400); do sleep 30 & done 2>/dev/null; wait`},
+			r, err := tc.Exec(ctx, toolbox.ExecRequest{
+				Args:    []string{"python3", "-c", forkBomb},
 				Timeout: drydock.Duration(40 * time.Second),
 			}, &bombOut, &bombOut)
+			if err == nil && r.ExitCode != 0 && !r.TimedOut {
+				err = fmt.Errorf("the bomb exited %d after %s", r.ExitCode, time.Since(bombStart).Round(time.Millisecond))
+			}
 			bomb <- err
 		}()
 
@@ -154,16 +160,32 @@ func TestForkBombThroughToolboxd(t *testing.T) {
 	})
 }
 
+// forkBomb forks children that sleep 30 s (as sleep, not copies of Python
+// filling the memory limit first) until 400 have started, taking every pid
+// the limit allows and retrying each refused fork, then waits.
+const forkBomb = `import os, time
+started = 0
+while started < 400:
+    try:
+        if os.fork() == 0:
+            os.execv("/bin/sleep", ["sleep", "30"])
+        started += 1
+    except OSError:
+        time.sleep(0.01)
+while True:
+    try:
+        os.wait()
+    except ChildProcessError:
+        break
+`
+
 // forRealImage runs f on each engine with the real image carrying this
 // tree's toolboxd: its shell and tools are what an agent's commands use.
 func forRealImage(t *testing.T, f func(t *testing.T, s setup)) {
-	for _, e := range engines {
-		t.Run(e.name, func(t *testing.T) {
-			t.Parallel()
-			host := requireEngine(t, e.env)
-			f(t, setup{host: host, image: runtimetest.CurrentImage(t, host)})
-		})
-	}
+	forKinds(t, func(t *testing.T, s setup) {
+		s.image = runtimetest.CurrentImage(t, s.host)
+		f(t, s)
+	})
 }
 
 type lockedBuffer struct {
@@ -211,12 +233,13 @@ func TestMemoryBombThroughToolboxd(t *testing.T) {
 		}
 		run("head -c 15M /dev/zero > /workspace/fill || true")
 		for i := range 3 {
+			start := time.Now()
 			r, out := run(`python3 -c 'b = []
 while True: b.append(bytearray(8 << 20))'`)
 			if r.ExitCode == 0 {
 				t.Fatalf("bomb %d: a growing allocation ended without error under a 128 MiB limit: %q", i, out)
 			}
-			t.Logf("bomb %d: exit %d", i, r.ExitCode)
+			t.Logf("bomb %d: exit %d after %s", i, r.ExitCode, time.Since(start).Round(time.Millisecond))
 			if err := runtimetest.Probe(ctx, sb); err != nil {
 				t.Fatalf("toolboxd does not answer after memory bomb %d: %v", i, err)
 			}

@@ -31,6 +31,57 @@ var engines = []struct{ name, env string }{
 	{"podman", "DRYDOCK_TEST_PODMAN_HOST"},
 }
 
+// sandboxKinds are the engines times the isolations a sandbox can run
+// under (issue 17): runc, the engines' default, and gVisor where the
+// engine offers it. Docker takes gVisor per container (OCIRuntime runsc);
+// Podman's Docker-compatible API ignores a container's runtime, so Podman
+// under gVisor is a service of its own whose default runtime is runsc.
+var sandboxKinds = []sandboxKind{
+	{name: "docker", env: "DRYDOCK_TEST_DOCKER_HOST"},
+	{name: "docker-gvisor", env: "DRYDOCK_TEST_DOCKER_HOST", ociRuntime: "runsc", gvisor: true},
+	{name: "podman", env: "DRYDOCK_TEST_PODMAN_HOST"},
+	{name: "podman-gvisor", env: "DRYDOCK_TEST_PODMAN_GVISOR_HOST", gvisor: true},
+}
+
+// sandboxKind is one engine under one isolation.
+type sandboxKind struct {
+	name, env string
+	// ociRuntime is Options.OCIRuntime for the kind.
+	ociRuntime string
+	gvisor     bool
+}
+
+// require returns the kind's setup without an image, or skips the test
+// when its engine or its gVisor is not there.
+func (k sandboxKind) require(t testing.TB) setup {
+	t.Helper()
+	host := os.Getenv(k.env)
+	if host == "" {
+		if k.name == "podman-gvisor" {
+			t.Skipf("%s is not set: no Podman service whose default runtime is gVisor's runsc (scripts/testenv/podman-up.sh starts one)", k.env)
+		}
+		t.Skipf("%s is not set; start an engine with scripts/testenv/docker-up.sh or podman-up.sh", k.env)
+	}
+	switch {
+	case k.ociRuntime == "runsc":
+		requireRunsc(t, host)
+	case k.gvisor:
+		requireDefaultRunsc(t, host)
+	}
+	return setup{host: host, ociRuntime: k.ociRuntime, gvisor: k.gvisor}
+}
+
+// forKinds runs f on every sandbox kind, in parallel, with the setup's
+// image left for f to choose.
+func forKinds(t *testing.T, f func(t *testing.T, s setup)) {
+	for _, k := range sandboxKinds {
+		t.Run(k.name, func(t *testing.T) {
+			t.Parallel()
+			f(t, k.require(t))
+		})
+	}
+}
+
 // requireEngine returns the engine's address or skips the test.
 func requireEngine(t testing.TB, env string) string {
 	t.Helper()
@@ -45,8 +96,11 @@ func requireEngine(t testing.TB, env string) string {
 type setup struct {
 	host  string
 	image string
-	// ociRuntime is Options.OCIRuntime ("runsc" for gVisor).
+	// ociRuntime is Options.OCIRuntime ("runsc" for gVisor on Docker).
 	ociRuntime string
+	// gvisor says the sandboxes run under gVisor (on Podman, through the
+	// service's default runtime).
+	gvisor bool
 }
 
 // newRuntime returns a runtime on host with its own state dir, closed and
@@ -58,6 +112,17 @@ func (s setup) newRuntime(t testing.TB) *Runtime {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { rt.Close() })
+	if s.gvisor && s.ociRuntime == "" {
+		// Podman's gVisor is its service's default runtime: the
+		// runtime learns it as the server does, from a probe.
+		img := s.image
+		if img == "" {
+			img = testImage(t, s.host)
+		}
+		if iso, _, err := rt.ResolveIsolation(t.Context(), ModeGVisor, img); err != nil || iso != drydock.IsolationGVisor {
+			t.Fatalf("isolation on %s: %q %v; want gVisor", s.host, iso, err)
+		}
+	}
 	return rt
 }
 

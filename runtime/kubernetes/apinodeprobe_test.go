@@ -125,7 +125,7 @@ func probeOnNode(t *testing.T, env *apiEnv, ns, runtimeClass string) {
 		// parent, the shim, is outside the namespace.
 		Inits: []string{"toolboxd"},
 		// gVisor's own /proc, /sys, /dev and cgroup filesystems.
-		OwnKernel: gvisor,
+		GVisor: gvisor,
 	}
 	// gVisor runs all of a pod's containers in one sandbox kernel with one
 	// PID namespace, as shareProcessNamespace does.

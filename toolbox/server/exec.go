@@ -98,16 +98,7 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request, req toolbox.ExecRe
 	}{{outR, toolbox.FrameStdout}, {errR, toolbox.FrameStderr}} {
 		readers.Go(func() {
 			defer p.f.Close()
-			buf := make([]byte, 32<<10)
-			for {
-				n, err := p.f.Read(buf)
-				if n > 0 {
-					frames <- toolbox.ExecFrame{Type: p.kind, Data: bytes.Clone(buf[:n])}
-				}
-				if err != nil {
-					return
-				}
-			}
+			readPipe(p.f, func(b []byte) { frames <- toolbox.ExecFrame{Type: p.kind, Data: b} })
 		})
 	}
 	waited := make(chan error, 1)
@@ -169,6 +160,41 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request, req toolbox.ExecRe
 			ctxDone = nil
 			clientGone = true
 			syscall.Kill(-pgid, syscall.SIGKILL)
+		}
+	}
+}
+
+// maxDrain bounds what readPipe takes once its read deadline has passed:
+// more than a pipe can hold (64 KiB by default, 1 MiB at most) means a
+// child that outlived the process is still writing.
+const maxDrain = 1 << 20
+
+// readPipe passes what f yields to emit until EOF, an error, or its read
+// deadline (set once the process has ended) finds it idle. A deadline that
+// passed while emit waited for a slow caller is not idleness: the pipe may
+// still hold the end of the output, which a deadline alone lost (the last
+// 60 KiB of 200 MiB under gVisor, whose pipes are slower).
+func readPipe(f *os.File, emit func([]byte)) {
+	buf := make([]byte, 32<<10)
+	drained := -1 // bytes taken since the deadline first passed; -1 before
+	for {
+		began := time.Now()
+		n, err := f.Read(buf)
+		if n > 0 {
+			emit(bytes.Clone(buf[:n]))
+			if drained >= 0 {
+				drained += n
+			}
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) && time.Since(began) < drainAfterEnd/2 && drained < maxDrain {
+			// The deadline passed before this read began: look again,
+			// as long as an idle pipe would have been given.
+			drained = max(drained, 0)
+			f.SetReadDeadline(time.Now().Add(drainAfterEnd))
+			continue
+		}
+		if err != nil {
+			return
 		}
 	}
 }

@@ -28,6 +28,10 @@ type MemoryConfig struct {
 	// count against the limit: the workspace, /tmp, the home directory,
 	// /dev/shm. Only those statfs shows to be tmpfs are reported.
 	Mounts []string
+	// Limit, when set, is the sandbox's memory limit for toolboxd to
+	// enforce itself (memguard.go): where the kernel's limit does not bind
+	// the sandbox's processes, as under gVisor. Needs Cgroup for the use.
+	Limit int64
 }
 
 // DetectMemoryCgroup returns the directory of this process's memory cgroup,
@@ -81,6 +85,7 @@ type memSample struct {
 type memory struct {
 	cfg    MemoryConfig
 	statfs func(path string) (toolbox.MountUsage, bool) // reports tmpfs mounts only
+	guard  *guard                                       // nil: the kernel enforces the limit
 }
 
 func newMemory(cfg MemoryConfig) *memory {
@@ -96,6 +101,12 @@ func (m *memory) sample() memSample {
 		return memSample{}
 	}
 	var s memSample
+	if g := m.guard; g != nil {
+		// toolboxd's guard is the OOM killer that counts.
+		s.usage, _ = g.usage()
+		s.limit, s.kills, s.ok = g.limit, g.kills.Load(), true
+		return s
+	}
 	if kills, ok := readKeyed(filepath.Join(dir, "memory.events"), "oom_kill"); ok {
 		s.kills, s.ok = kills, true
 		s.usage, _ = readInt(filepath.Join(dir, "memory.current"))

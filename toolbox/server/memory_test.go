@@ -319,3 +319,24 @@ func TestExecKilledForMemorySaysWhy(t *testing.T) {
 		t.Errorf("exit frame %+v", exit)
 	}
 }
+
+// Where toolboxd enforces the limit (gVisor, whose memory cgroup reports use
+// but no OOM kills and a limit that is the engine's, above the sandbox's),
+// a sample takes the limit and the kills from toolboxd's guard, so replies
+// name the sandbox's limit and what the guard ended.
+func TestMemorySampleWithTheGuard(t *testing.T) {
+	t.Parallel()
+	cg := newFakeCgroup(t, false, 130<<20, 400<<20)
+	cg.write("memory.oom_control", "oom_kill_disable 0\nunder_oom 0") // no counter, as gVisor's has none at all
+	m := &memory{cfg: MemoryConfig{Cgroup: cg.dir}, statfs: func(string) (toolbox.MountUsage, bool) { return toolbox.MountUsage{}, false }}
+	m.guard = newGuard(128<<20, cg.dir, nil)
+	before := m.sample()
+	if before != (memSample{usage: 130 << 20, limit: 128 << 20, ok: true}) {
+		t.Fatalf("sample with the guard %+v", before)
+	}
+	m.guard.kills.Add(1)
+	o := m.since(before, m.sample())
+	if o == nil || o.Kills != 1 || o.LimitBytes != 128<<20 || !strings.Contains(o.Message, "limit is 128 MiB") {
+		t.Fatalf("report after the guard's kill: %+v", o)
+	}
+}

@@ -167,6 +167,10 @@ func New(cfg Config, logger *slog.Logger) *Server {
 		s.jupyter = newJupyterProxy(cfg.Jupyter, s)
 	}
 	s.routes()
+	if cfg.Memory.Limit > 0 && cfg.Memory.Cgroup != "" {
+		s.mem.guard = newGuard(cfg.Memory.Limit, cfg.Memory.Cgroup, logger)
+		go s.mem.guard.run(s.closed)
+	}
 	return s
 }
 
