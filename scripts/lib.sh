@@ -99,9 +99,11 @@ DOCKERD_SYSTEM_CONFIG="${DOCKERD_SYSTEM_CONFIG:-/etc/docker/daemon.json}"
 
 # runsc_runtimes RUNSC: the daemon.json entry that registers RUNSC as the
 # runtime "runsc". --host-uds=all lets the sandbox use the host's unix
-# sockets Drydock bind-mounts (toolboxd's, the egress proxy's).
+# sockets Drydock bind-mounts (toolboxd's, the egress proxy's);
+# --oci-seccomp makes runsc apply the container's seccomp profile inside
+# the sandbox, which it otherwise ignores.
 runsc_runtimes() {
-	printf '"runtimes": {"runsc": {"path": "%s", "runtimeArgs": ["--host-uds=all"]}}' "$1"
+	printf '"runtimes": {"runsc": {"path": "%s", "runtimeArgs": ["--host-uds=all", "--oci-seccomp"]}}' "$1"
 }
 
 # wants_gvisor: false when the operator chose runc (DRYDOCK_ISOLATION=runc,

@@ -118,16 +118,18 @@ func (r *Runtime) setIsolation(ociRuntime, isolation string) {
 var errNoLoopback = errors.New("no loopback interface under gVisor")
 
 // probeGVisor runs a container of image under ociRuntime ("" for the
-// engine's default) and reports whether its kernel is gVisor's: gVisor's
-// syslog is its own boot log, which names it. Under gVisor the container
-// must also have a loopback interface (errNoLoopback).
+// engine's default) and reports whether its kernel is gVisor's: its
+// /proc/version names it. (Its syslog, gVisor's boot log, names it too, but
+// with runsc's --oci-seccomp the sandbox's profile refuses syslog.) Under
+// gVisor the container must also have a loopback interface
+// (errNoLoopback).
 func (r *Runtime) probeGVisor(ctx context.Context, image, ociRuntime string) (bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
 	name := "drydock-isolation-probe-" + drydock.RandomHex(6)
 	cfg := &container.Config{
 		Image:      image,
-		Entrypoint: []string{"/bin/sh", "-c", "dmesg 2>/dev/null | grep -q gVisor || exit 1; grep -q '^ *lo:' /proc/net/dev || exit 3"},
+		Entrypoint: []string{"/bin/sh", "-c", "grep -qi gvisor /proc/version || exit 1; grep -q '^ *lo:' /proc/net/dev || exit 3"},
 		Labels:     map[string]string{"drydock.probe": "isolation"},
 	}
 	hc := &container.HostConfig{NetworkMode: "none", Runtime: ociRuntime, CapDrop: []string{"ALL"}, SecurityOpt: []string{"no-new-privileges"}}

@@ -46,12 +46,11 @@ if [ -f "$PIDFILE" ] && kill -0 "$(cat "$PIDFILE")" 2>/dev/null && ping_docker; 
 fi
 
 # runsc sees the sandbox's bind-mounted unix sockets (toolboxd's, the
-# egress proxy's) only with --host-uds.
-# Without it (no Go module proxy) the gVisor tests skip, saying so.
+# egress proxy's) only with --host-uds, and applies the sandbox's seccomp
+# profile only with --oci-seccomp (lib.sh's runsc_runtimes, as make run).
+# Without runsc (no Go module proxy) the gVisor tests skip, saying so.
 if RUNSC=$(ensure_runsc); then
-	cat >"$RUN/daemon.json" <<JSON
-{"runtimes": {"runsc": {"path": "$RUNSC", "runtimeArgs": ["--host-uds=all"]}}}
-JSON
+	echo "{$(runsc_runtimes "$RUNSC")}" >"$RUN/daemon.json"
 else
 	echo "docker-up: gVisor's runsc could not be built; the tests under gVisor will skip" >&2
 	echo '{}' >"$RUN/daemon.json"
