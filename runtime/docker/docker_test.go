@@ -23,6 +23,13 @@ func TestConformance(t *testing.T) {
 					spec.Image = "drydock-no-such-image:missing"
 					return spec
 				},
+				// The stand-in toolboxd cannot be claimed: the warm pool's
+				// cases run on the real one (without bash, so no shell).
+				ClaimSpec: func(spec drydock.SandboxSpec) drydock.SandboxSpec {
+					spec.Image = toolboxdImage(t, s.host)
+					spec.Env = map[string]string{"TOOLBOXD_SERVICES": "none"}
+					return spec
+				},
 			})
 		})
 	}

@@ -36,6 +36,9 @@ func (s *suite) warm(t *testing.T, rt drydock.Runtime) *drydock.Sandbox {
 	t.Helper()
 	spec := s.spec(t)
 	spec.JobID = "pool:" + drydock.RandomHex(4)
+	if s.opts.ClaimSpec != nil {
+		spec = s.opts.ClaimSpec(spec)
+	}
 	sb := s.create(t, rt, spec)
 	ctx, cancel := context.WithTimeout(t.Context(), s.opts.ReadyTimeout)
 	defer cancel()

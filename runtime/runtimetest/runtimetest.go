@@ -28,6 +28,10 @@ type Options struct {
 	// it has started allocating (for containers: an image that does not
 	// exist). Nil skips the cleanup-on-failure test.
 	FailingSpec func(drydock.SandboxSpec) drydock.SandboxSpec
+	// ClaimSpec, when set, turns the spec of a warm sandbox for the Claim
+	// cases into one whose toolboxd can be claimed (a backend whose Image
+	// runs a stand-in for toolboxd).
+	ClaimSpec func(drydock.SandboxSpec) drydock.SandboxSpec
 }
 
 // Run runs the conformance suite against the runtimes newRuntime returns. It
