@@ -1,11 +1,13 @@
 package llmtest
 
 import (
+	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/drydockhq/drydock/llm"
@@ -14,17 +16,28 @@ import (
 // responsesAPI is OpenAI's Responses wire format (POST /v1/responses). It
 // plays a Turn as output items: a reasoning item first when Turn.Reasoning
 // is set, then the message, then one function_call per call. Like the real
-// API under store=false it keeps nothing between requests but what it needs
-// to check them: which reasoning items it issued (with their encrypted
-// content) and which items followed them.
+// API under store=false it keeps no conversation, only what it needs to
+// check requests: which items followed a reasoning item (per server), and
+// the encrypted contents it issued (in a vault shared by every server of
+// the process, as OpenAI decrypts what any of its servers encrypted, so
+// that a job resumed against a new server can send its reasoning back).
 type responsesAPI struct{ s *Server }
 
-// issued is what the server remembers of the reasoning items it sent.
+// issued is what a server remembers of the items that followed its
+// reasoning items.
 type issued struct {
-	encrypted map[string]string // reasoning id -> encrypted content ("" when not included)
-	follows   map[string]string // reasoning id -> id of the item that followed it
-	needs     map[string]string // id or call id of a later item -> its reasoning id
+	needs map[string]string // id or call id of an item -> the reasoning id before it
 }
+
+type vaultEntry struct {
+	id      string // the reasoning item's id
+	follows string // the id of the item that followed it, if any
+}
+
+var vault = struct {
+	sync.Mutex
+	m map[string]vaultEntry // by encrypted content
+}{m: map[string]vaultEntry{}}
 
 func (a responsesAPI) name() string   { return "openai-responses" }
 func (responsesAPI) idPrefix() string { return "call_" }
@@ -147,8 +160,8 @@ func (a responsesAPI) decode(body []byte, req *Request) {
 
 func (a responsesAPI) decodeItems(items []rsItem, noStore bool, req *Request, bad func(string, ...any)) {
 	a.s.mu.Lock()
+	defer a.s.mu.Unlock()
 	iss := a.s.issued
-	a.s.mu.Unlock()
 
 	var cur *llm.Message
 	flush := func() {
@@ -184,16 +197,22 @@ func (a responsesAPI) decodeItems(items []rsItem, noStore bool, req *Request, ba
 		case "reasoning":
 			turn(llm.RoleAssistant)
 			req.Reasoning = append(req.Reasoning, it.ID)
-			enc, known := iss.encrypted[it.ID]
+			var e vaultEntry
 			switch {
 			case it.EncryptedContent == nil || *it.EncryptedContent == "":
 				if noStore {
 					bad("Item with id '%s' not found. Items are not persisted when `store` is set to false. Try again with `store` set to true, or remove this item from your input.", it.ID)
 				}
-			case !known || enc != *it.EncryptedContent:
-				bad("The encrypted content for item %s could not be verified.", it.ID)
+			default:
+				vault.Lock()
+				v, known := vault.m[*it.EncryptedContent]
+				vault.Unlock()
+				if !known || v.id != it.ID {
+					bad("The encrypted content for item %s could not be verified.", it.ID)
+				}
+				e = v
 			}
-			if want := iss.follows[it.ID]; want != "" && (i+1 >= len(items) || items[i+1].ID != want) {
+			if want := e.follows; want != "" && (i+1 >= len(items) || items[i+1].ID != want) {
 				bad("Item '%s' of type 'reasoning' was provided without its required following item.", it.ID)
 			}
 			seen[it.ID] = true
@@ -360,16 +379,27 @@ func (a responsesAPI) answer(req *Request, t Turn) any {
 		item := map[string]any{"type": "reasoning", "id": rsID, "summary": []any{}}
 		enc := ""
 		if withEncrypted {
-			enc = base64.StdEncoding.EncodeToString(fmt.Appendf(nil, "llmtest reasoning %d: %s", req.N, t.Reasoning))
+			nonce := make([]byte, 12)
+			rand.Read(nonce)
+			enc = base64.StdEncoding.EncodeToString(fmt.Appendf(nil, "llmtest reasoning %x %s: %s", nonce, rsID, t.Reasoning))
 			item["encrypted_content"] = enc
 		}
 		if req.ReasoningSummary != "" {
 			item["summary"] = []any{map[string]any{"type": "summary_text", "text": t.Reasoning}}
 		}
 		output = append(output, item)
-		a.s.mu.Lock()
-		a.s.issued.encrypted[rsID] = enc
-		a.s.mu.Unlock()
+		defer func() {
+			if enc == "" {
+				return
+			}
+			e := vaultEntry{id: rsID}
+			if len(ids) > 0 {
+				e.follows = ids[0]
+			}
+			vault.Lock()
+			vault.m[enc] = e
+			vault.Unlock()
+		}()
 	}
 	if t.Text != "" {
 		id := fmt.Sprintf("msg_llmtest_%d", req.N)
@@ -389,9 +419,6 @@ func (a responsesAPI) answer(req *Request, t Turn) any {
 	}
 	if rsID != "" {
 		a.s.mu.Lock()
-		if len(ids) > 0 {
-			a.s.issued.follows[rsID] = ids[0]
-		}
 		for _, id := range ids {
 			a.s.issued.needs[id] = rsID
 		}
