@@ -73,6 +73,13 @@ func UsesResponses(api, baseURL, model string) bool {
 // efforts are the reasoning efforts the API takes.
 var efforts = []string{"none", "minimal", "low", "medium", "high", "xhigh", "max"}
 
+// CheckReasoningEffort returns an EINVALID error saying what is wrong
+// with a Config.ReasoningEffort, or nil.
+func CheckReasoningEffort(s string) error {
+	_, err := parseEffort(s)
+	return err
+}
+
 // effortRule is a parsed Config.ReasoningEffort: a default for reasoning
 // models and efforts per model-name prefix.
 type effortRule struct {
