@@ -82,6 +82,7 @@ type rsItem struct {
 	Type             string          `json:"type"`
 	ID               string          `json:"id"`
 	Role             string          `json:"role"`
+	Phase            string          `json:"phase"`
 	Content          json.RawMessage `json:"content"`
 	CallID           string          `json:"call_id"`
 	Name             string          `json:"name"`
@@ -94,9 +95,10 @@ type rsItem struct {
 }
 
 type rsPart struct {
-	Type     string `json:"type"`
-	Text     string `json:"text"`
-	ImageURL string `json:"image_url"`
+	Type        string          `json:"type"`
+	Text        string          `json:"text"`
+	ImageURL    string          `json:"image_url"`
+	Annotations json.RawMessage `json:"annotations"`
 }
 
 func (a responsesAPI) decode(body []byte, req *Request) {
@@ -191,7 +193,7 @@ func (a responsesAPI) decodeItems(items []rsItem, noStore bool, req *Request, ba
 		if it.Type == "" && it.Role != "" {
 			it.Type = "message"
 		}
-		label := it.Type + " " + firstNonEmpty(it.ID, it.CallID, it.Role)
+		label := it.Type + " " + firstNonEmpty(it.ID, it.CallID, it.Role) + " " + it.Phase
 		req.InputItems = append(req.InputItems, strings.TrimSpace(label))
 		switch it.Type {
 		case "reasoning":
@@ -337,7 +339,12 @@ func rsParts(parts []rsPart) (string, []llm.Image, error) {
 	var images []llm.Image
 	for _, p := range parts {
 		switch p.Type {
-		case "input_text", "output_text":
+		case "output_text":
+			if len(p.Annotations) == 0 || p.Annotations[0] != '[' {
+				return "", nil, fmt.Errorf("output_text.annotations is required (an array)")
+			}
+			text = joinText(text, p.Text)
+		case "input_text":
 			text = joinText(text, p.Text)
 		case "input_image":
 			img, err := dataURL(p.ImageURL)
@@ -404,8 +411,14 @@ func (a responsesAPI) answer(req *Request, t Turn) any {
 	if t.Text != "" {
 		id := fmt.Sprintf("msg_llmtest_%d", req.N)
 		ids = append(ids, id)
+		// The newer models mark text before calls as commentary and
+		// want the phase back with the message.
+		phase := "final_answer"
+		if len(t.ToolCalls) > 0 {
+			phase = "commentary"
+		}
 		output = append(output, map[string]any{
-			"type": "message", "id": id, "role": "assistant", "status": "completed",
+			"type": "message", "id": id, "role": "assistant", "status": "completed", "phase": phase,
 			"content": []any{map[string]any{"type": "output_text", "text": t.Text, "annotations": []any{}}},
 		})
 	}

@@ -82,7 +82,7 @@ func RunResponses(t *testing.T, newProvider Factory) {
 		}
 		want := []string{
 			"message user",
-			"reasoning rs_llmtest_1", "message msg_llmtest_1", "function_call fc_llmtest_1_1", "function_call_output call_1_1",
+			"reasoning rs_llmtest_1", "message msg_llmtest_1 commentary", "function_call fc_llmtest_1_1", "function_call_output call_1_1",
 			"reasoning rs_llmtest_2", "function_call fc_llmtest_2_1", "function_call_output call_2_1",
 		}
 		if diff := cmp.Diff(want, reqs[2].InputItems); diff != "" {

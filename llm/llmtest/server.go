@@ -117,8 +117,9 @@ type Request struct {
 	Answer Turn
 	// The Responses dialect's own fields (API "openai-responses"): store,
 	// include, the reasoning settings, the ids of the reasoning items sent
-	// back (in order) and every input item as "TYPE ID" (call id or role
-	// for items without one), in order.
+	// back (in order) and every input item as "TYPE ID [PHASE]" (call id or
+	// role for items without an id; an assistant message's phase), in
+	// order.
 	Store            *bool
 	Include          []string
 	ReasoningEffort  string

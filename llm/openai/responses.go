@@ -89,7 +89,7 @@ func assistantItems(m llm.Message) []responses.ResponseInputItemUnionParam {
 	var out []responses.ResponseInputItemUnionParam
 	textSent := m.Text == ""
 	calls := make([]bool, len(m.ToolCalls))
-	message := func(id string) {
+	message := func(id, phase string) {
 		if textSent {
 			return
 		}
@@ -103,6 +103,7 @@ func assistantItems(m llm.Message) []responses.ResponseInputItemUnionParam {
 		}
 		out = append(out, responses.ResponseInputItemUnionParam{OfOutputMessage: &responses.ResponseOutputMessageParam{
 			ID:     id,
+			Phase:  responses.ResponseOutputMessagePhase(phase),
 			Status: responses.ResponseOutputMessageStatusCompleted,
 			Content: []responses.ResponseOutputMessageContentUnionParam{{OfOutputText: &responses.ResponseOutputTextParam{
 				Text: m.Text, Annotations: []responses.ResponseOutputTextAnnotationUnionParam{},
@@ -142,13 +143,13 @@ func assistantItems(m llm.Message) []responses.ResponseInputItemUnionParam {
 				}
 				out = append(out, responses.ResponseInputItemUnionParam{OfReasoning: r})
 			case "message":
-				message(keepID(it.ID, lost))
+				message(keepID(it.ID, lost), it.Phase)
 			case "function_call":
 				call(it.Call, keepID(it.ID, lost))
 			}
 		}
 	}
-	message("")
+	message("", "")
 	for i := range calls {
 		call(i, "")
 	}
@@ -256,7 +257,7 @@ func convertResponses(res *responses.Response) (*llm.Response, error) {
 					refusal = append(refusal, c.Refusal)
 				}
 			}
-			st.Items = append(st.Items, stateItem{Type: "message", ID: item.ID})
+			st.Items = append(st.Items, stateItem{Type: "message", ID: item.ID, Phase: string(item.Phase)})
 		case "function_call":
 			args := strings.TrimSpace(item.Arguments.OfString)
 			if args == "" {

@@ -21,6 +21,9 @@ type turnState struct {
 type stateItem struct {
 	Type string `json:"type"` // "reasoning", "message" or "function_call"
 	ID   string `json:"id,omitempty"`
+	// Phase is a message's ("commentary" before calls, "final_answer"),
+	// which the newer models want back.
+	Phase string `json:"phase,omitempty"`
 	// Call indexes the turn's ToolCalls (function_call), so that an id the
 	// agent rewrote still finds its call.
 	Call int `json:"call,omitempty"`
