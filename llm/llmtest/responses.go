@@ -214,7 +214,12 @@ func (a responsesAPI) decodeItems(items []rsItem, noStore bool, req *Request, ba
 				}
 				e = v
 			}
-			if want := e.follows; want != "" && (i+1 >= len(items) || items[i+1].ID != want) {
+			next := rsItem{}
+			if i+1 < len(items) {
+				next = items[i+1]
+			}
+			alone := next.Type != "function_call" && (next.Type != "message" && next.Role != "assistant" || next.Role != "assistant")
+			if alone || e.follows != "" && next.ID != e.follows {
 				bad("Item '%s' of type 'reasoning' was provided without its required following item.", it.ID)
 			}
 			seen[it.ID] = true

@@ -87,10 +87,14 @@ func (p *Provider) responsesParams(req *llm.Request) (responses.ResponseNewParam
 // reasoning goes with it), else as a message and function calls.
 func assistantItems(m llm.Message) []responses.ResponseInputItemUnionParam {
 	var out []responses.ResponseInputItemUnionParam
-	textSent := m.Text == ""
+	textSent := false
 	calls := make([]bool, len(m.ToolCalls))
+	// message sends the turn's text once: as the model's message item when
+	// the state names one (even if the text is empty, so that a reasoning
+	// item before it keeps its following item), else only when there is
+	// text.
 	message := func(id, phase string) {
-		if textSent {
+		if textSent || id == "" && m.Text == "" {
 			return
 		}
 		textSent = true
@@ -123,13 +127,15 @@ func assistantItems(m llm.Message) []responses.ResponseInputItemUnionParam {
 		out = append(out, responses.ResponseInputItemUnionParam{OfFunctionCall: fc})
 	}
 	if st := decodeState(m.State); st != nil {
-		// Items after a reasoning item that cannot be sent lose their ids,
-		// which would tell the API to expect it.
+		// A reasoning item goes only with the item that followed it (the
+		// API refuses it alone); the items after one that cannot be sent
+		// lose their ids, which would tell the API to expect it.
+		sent := st.sent(m)
 		lost := false
-		for _, it := range st.Items {
+		for i, it := range st.Items {
 			switch it.Type {
 			case "reasoning":
-				lost = !it.intact()
+				lost = !it.intact() || i+1 >= len(st.Items) || !sent[i+1]
 				if lost {
 					continue
 				}

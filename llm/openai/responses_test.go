@@ -196,3 +196,47 @@ func TestFailedResponseIsUnavailable(t *testing.T) {
 		t.Errorf("error %v; want %s saying the generation failed", err, drydock.EUNAVAILABLE)
 	}
 }
+
+// A reasoning item goes back only with the item that followed it: after a
+// reply cut off while the model was thinking there is none, and sending it
+// alone would be refused. An empty message the model produced after its
+// reasoning still goes back, so that its reasoning can.
+func TestReasoningGoesOnlyWithItsFollowingItem(t *testing.T) {
+	t.Parallel()
+	srv := llmtest.NewServer(t, llmtest.Options{Turns: []llmtest.Turn{
+		{Reasoning: "a long thought", StopReason: llm.StopMaxTokens},
+		{Reasoning: "then a call", Text: "Calling.", ToolCalls: []llm.ToolCall{llmtest.Call("echo", `{}`)}},
+		{Text: "done"},
+	}})
+	p, err := openai.New(openai.Config{APIKey: llmtest.TestKey, BaseURL: srv.OpenAIBaseURL(), API: openai.APIResponses})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tools := []llm.Tool{{Name: "echo", InputSchema: json.RawMessage(`{"type":"object"}`)}}
+	req := &llm.Request{Model: "gpt-5", Tools: tools, Messages: []llm.Message{{Role: llm.RoleUser, Text: "go"}}}
+	cut, err := p.Complete(t.Context(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cut.StopReason != llm.StopMaxTokens || cut.State == nil {
+		t.Fatalf("first response %+v; want max_tokens with the reasoning as state", cut)
+	}
+	req.Messages = append(req.Messages, llm.Message{Role: llm.RoleAssistant, State: cut.State}, llm.Message{Role: llm.RoleUser, Text: "Continue."})
+	res, err := p.Complete(t.Context(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The agent lost the text (say, clipped to nothing); the message item
+	// still goes, and with it the reasoning.
+	req.Messages = append(req.Messages,
+		llm.Message{Role: llm.RoleAssistant, ToolCalls: res.ToolCalls, State: res.State},
+		llm.Message{Role: llm.RoleUser, ToolResults: []llm.ToolResult{{CallID: res.ToolCalls[0].ID, Name: "echo", Output: "ok"}}})
+	if _, err := p.Complete(t.Context(), req); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"message user", "message user",
+		"reasoning rs_llmtest_2", "message msg_llmtest_2 commentary", "function_call fc_llmtest_2_1", "function_call_output call_2_1"}
+	if diff := cmp.Diff(want, srv.Requests()[2].InputItems); diff != "" {
+		t.Errorf("third request's input items (-want +got):\n%s", diff)
+	}
+}

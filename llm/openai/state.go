@@ -76,6 +76,26 @@ func decodeState(st *llm.State) *turnState {
 	return &s
 }
 
+// sent reports, per item, whether assistantItems sends something for it:
+// the turn's text for the first message item, a call not sent yet for a
+// function call.
+func (s *turnState) sent(m llm.Message) []bool {
+	out := make([]bool, len(s.Items))
+	text := true
+	calls := make([]bool, len(m.ToolCalls))
+	for i, it := range s.Items {
+		switch it.Type {
+		case "message":
+			out[i], text = text, false
+		case "function_call":
+			if it.Call >= 0 && it.Call < len(calls) && !calls[it.Call] {
+				out[i], calls[it.Call] = true, true
+			}
+		}
+	}
+	return out
+}
+
 // intact reports whether a reasoning item is as the API sent it.
 func (it stateItem) intact() bool {
 	return it.Type == "reasoning" && it.ID != "" && it.EncryptedContent != "" && it.Sum == reasoningSum(it.ID, it.EncryptedContent)
