@@ -218,7 +218,9 @@ func (a responsesAPI) decodeItems(items []rsItem, noStore bool, req *Request, ba
 			if i+1 < len(items) {
 				next = items[i+1]
 			}
-			alone := next.Type != "function_call" && (next.Type != "message" && next.Role != "assistant" || next.Role != "assistant")
+			// A reasoning item is sent with the output item that followed
+			// it: a function call or an assistant message.
+			alone := next.Type != "function_call" && next.Role != "assistant"
 			if alone || e.follows != "" && next.ID != e.follows {
 				bad("Item '%s' of type 'reasoning' was provided without its required following item.", it.ID)
 			}
