@@ -54,6 +54,16 @@ func officialHost(base string) bool {
 	return strings.EqualFold(u.Hostname(), "api.openai.com")
 }
 
+// hostOf names a base URL's host for messages, without what else a URL
+// can carry (user info, a key in the query).
+func hostOf(base string) string {
+	u, err := url.Parse(base)
+	if err != nil || u.Host == "" {
+		return "OPENAI_BASE_URL"
+	}
+	return u.Host
+}
+
 // UsesResponses is the rule that chooses the API of one request. An
 // explicit "responses" or "chat" wins. Under "auto", a base URL that is not
 // OpenAI's (vLLM, Ollama, llama.cpp, a proxy) gets Chat Completions, the

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 
 	"github.com/drydockhq/drydock"
@@ -26,6 +28,13 @@ func (p *Provider) completeResponses(ctx context.Context, req *llm.Request) (*ll
 	}
 	res, err := p.client.Responses.New(ctx, params)
 	if err != nil {
+		var apiErr *sdk.Error
+		if errors.As(err, &apiErr) && (apiErr.StatusCode == http.StatusNotFound || apiErr.StatusCode == http.StatusMethodNotAllowed) && !officialHost(p.base) {
+			// An OpenAI-compatible server without the Responses API: say
+			// how to go back to the dialect it speaks.
+			return nil, fmt.Errorf("%w: %w", drydock.Errorf(drydock.EINVALID,
+				"the server at %s has no Responses API (%d on /responses): use --openai-api chat (DRYDOCK_OPENAI_API=chat) for OpenAI-compatible servers", hostOf(p.base), apiErr.StatusCode), err)
+		}
 		return nil, classify(ctx, err)
 	}
 	return convertResponses(res)

@@ -240,3 +240,19 @@ func TestReasoningGoesOnlyWithItsFollowingItem(t *testing.T) {
 		t.Errorf("third request's input items (-want +got):\n%s", diff)
 	}
 }
+
+// Forcing the Responses API on a server that only speaks chat completions
+// fails with a message that says how to go back.
+func TestResponsesOnAServerWithoutThem(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.NotFoundHandler())
+	defer srv.Close()
+	p, err := openai.New(openai.Config{BaseURL: srv.URL + "/v1", API: openai.APIResponses})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = p.Complete(t.Context(), &llm.Request{Model: "llama3.1:8b", Messages: []llm.Message{{Role: llm.RoleUser, Text: "hi"}}})
+	if drydock.ErrorCode(err) != drydock.EINVALID || !strings.Contains(drydock.ErrorMessage(err), "--openai-api chat") {
+		t.Errorf("error %v; want %s pointing at --openai-api chat", err, drydock.EINVALID)
+	}
+}
