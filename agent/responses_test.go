@@ -3,6 +3,7 @@ package agent_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
@@ -77,6 +78,41 @@ func TestReasoningSurvivesMaskingAndRestart(t *testing.T) {
 	}
 	if got := srv2.Requests()[0].Reasoning; !cmp.Equal(got, want) {
 		t.Errorf("resumed prompt sent back reasoning %v; want %v", got, want)
+	}
+}
+
+// A long run of a reasoning model on the Responses API under a small
+// context budget: the context manager masks and condenses as usual, every
+// prompt carries the reasoning of the turns it shows (the scripted server
+// refuses one that drops the previous turn's) and stays within the budget.
+func TestReasoningRunStaysWithinTheBudget(t *testing.T) {
+	t.Parallel()
+	const budget, steps = 6000, 60
+	m := &longRun{steps: steps, needleStep: 10, recallStep: 50, byStep: map[int]*llmtest.Request{}}
+	b := setup(t, agent.ProviderOpenAI, llmtest.Options{Func: func(r *llmtest.Request) llmtest.Turn {
+		turn := m.answer(r)
+		if !isSummary(r) {
+			turn.Reasoning = fmt.Sprintf("Step %d needs the next command; nothing has failed so far.", m.n)
+		}
+		return turn
+	}}, agent.Config{Model: "gpt-5-mini", OpenAIAPI: "responses", MaxSteps: steps + 10})
+	j := job("Run the scripted steps.")
+	j.ContextBudget = budget
+	out, err := b.run(t.Context(), j, nil)
+	if err != nil || out.Summary != "ran all the steps" {
+		t.Fatalf("run: %+v %v", out, err)
+	}
+	if n := len(b.rec.ofType(drydock.EventCondensation)); n == 0 {
+		t.Errorf("no condensation in %d steps under a %d-token budget", steps, budget)
+	}
+	for _, r := range b.srv.Requests() {
+		if in := promptTokens(r); in > budget {
+			t.Errorf("request %d: %d input tokens over the %d budget", r.N, in, budget)
+		}
+	}
+	last := m.byStep[steps]
+	if len(last.Reasoning) == 0 || last.Reasoning[len(last.Reasoning)-1] != fmt.Sprintf("rs_llmtest_%d", m.byStep[steps-1].N) {
+		t.Errorf("the last step's prompt sent back reasoning %v; want it to end with the previous step's", last.Reasoning)
 	}
 }
 
