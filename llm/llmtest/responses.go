@@ -437,7 +437,9 @@ func (a responsesAPI) answer(req *Request, t Turn) any {
 			"arguments": string(c.Input), "status": "completed",
 		})
 	}
-	if rsID != "" {
+	if rsID != "" && (withEncrypted || req.Store == nil || *req.Store) {
+		// Only reasoning that can come back is asked for: under
+		// store=false without its encrypted content there is no way to.
 		a.s.mu.Lock()
 		for _, id := range ids {
 			a.s.issued.needs[id] = rsID

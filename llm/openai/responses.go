@@ -249,11 +249,21 @@ func convertResponses(res *responses.Response) (*llm.Response, error) {
 	out := &llm.Response{Model: string(res.Model)}
 	var st turnState
 	var text, refusal []string
+	// skipped is set after a reasoning item that cannot go back: the items
+	// after it are kept without ids, which would make the API ask for it.
+	skipped := false
+	id := func(id string) string {
+		if skipped {
+			return ""
+		}
+		return id
+	}
 	for _, item := range res.Output {
 		switch item.Type {
 		case "reasoning":
 			r := item.AsReasoning()
-			if r.EncryptedContent == "" {
+			skipped = r.EncryptedContent == ""
+			if skipped {
 				// Without store there is nothing to refer to: it cannot
 				// be sent back (the model was not asked for it).
 				continue
@@ -272,7 +282,7 @@ func convertResponses(res *responses.Response) (*llm.Response, error) {
 					refusal = append(refusal, c.Refusal)
 				}
 			}
-			st.Items = append(st.Items, stateItem{Type: "message", ID: item.ID, Phase: string(item.Phase)})
+			st.Items = append(st.Items, stateItem{Type: "message", ID: id(item.ID), Phase: string(item.Phase)})
 		case "function_call":
 			args := strings.TrimSpace(item.Arguments.OfString)
 			if args == "" {
@@ -284,7 +294,7 @@ func convertResponses(res *responses.Response) (*llm.Response, error) {
 				// error the model can correct.
 				input, _ = json.Marshal(args)
 			}
-			st.Items = append(st.Items, stateItem{Type: "function_call", ID: item.ID, Call: len(out.ToolCalls)})
+			st.Items = append(st.Items, stateItem{Type: "function_call", ID: id(item.ID), Call: len(out.ToolCalls)})
 			out.ToolCalls = append(out.ToolCalls, llm.ToolCall{ID: item.CallID, Name: item.Name, Input: input})
 		}
 	}

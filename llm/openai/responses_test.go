@@ -256,3 +256,42 @@ func TestResponsesOnAServerWithoutThem(t *testing.T) {
 		t.Errorf("error %v; want %s pointing at --openai-api chat", err, drydock.EINVALID)
 	}
 }
+
+// A model not known to reason, forced onto the Responses API, is not asked
+// for encrypted reasoning; if it reasons all the same, the turn goes back
+// without the reasoning and without the ids that would make the API ask
+// for it.
+func TestReasoningWithoutEncryptedContent(t *testing.T) {
+	t.Parallel()
+	srv := llmtest.NewServer(t, llmtest.Options{Turns: []llmtest.Turn{
+		{Reasoning: "unasked", Text: "Calling.", ToolCalls: []llm.ToolCall{llmtest.Call("echo", `{}`)}},
+		{Text: "done"},
+	}})
+	p, err := openai.New(openai.Config{APIKey: llmtest.TestKey, BaseURL: srv.OpenAIBaseURL(), API: openai.APIResponses})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tools := []llm.Tool{{Name: "echo", InputSchema: json.RawMessage(`{"type":"object"}`)}}
+	req := &llm.Request{Model: "my-deployment", Tools: tools, Messages: []llm.Message{{Role: llm.RoleUser, Text: "go"}}}
+	res, err := p.Complete(t.Context(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.State != nil {
+		t.Errorf("state %s; want none (nothing can go back)", res.State.Data)
+	}
+	req.Messages = append(req.Messages,
+		llm.Message{Role: llm.RoleAssistant, Text: res.Text, ToolCalls: res.ToolCalls, State: res.State},
+		llm.Message{Role: llm.RoleUser, ToolResults: []llm.ToolResult{{CallID: res.ToolCalls[0].ID, Name: "echo", Output: "ok"}}})
+	if _, err := p.Complete(t.Context(), req); err != nil {
+		t.Fatal(err)
+	}
+	r := srv.Requests()
+	if len(r[0].Include) != 0 {
+		t.Errorf("include %v for a model not known to reason", r[0].Include)
+	}
+	want := []string{"message user", "message assistant", "function_call call_1_1", "function_call_output call_1_1"}
+	if diff := cmp.Diff(want, r[1].InputItems); diff != "" {
+		t.Errorf("second request's input items (-want +got):\n%s", diff)
+	}
+}
