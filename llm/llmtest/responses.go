@@ -26,12 +26,17 @@ type responsesAPI struct{ s *Server }
 // issued is what a server remembers of the items that followed its
 // reasoning items.
 type issued struct {
-	needs map[string]string // id or call id of an item -> the reasoning id before it
+	needs map[string]needed // by id or call id of an item
 }
+
+// needed is the reasoning item that came before an item, and the model
+// that wrote both: only that model is held to sending it back.
+type needed struct{ reasoning, model string }
 
 type vaultEntry struct {
 	id      string // the reasoning item's id
 	follows string // the id of the item that followed it, if any
+	model   string // the model that thought it, the only one that reads it
 }
 
 var vault = struct {
@@ -209,8 +214,11 @@ func (a responsesAPI) decodeItems(items []rsItem, noStore bool, req *Request, ba
 				vault.Lock()
 				v, known := vault.m[*it.EncryptedContent]
 				vault.Unlock()
-				if !known || v.id != it.ID {
+				switch {
+				case !known || v.id != it.ID:
 					bad("The encrypted content for item %s could not be verified.", it.ID)
+				case v.model != req.Model:
+					bad("The encrypted content for item %s was produced by model %s and cannot be read by %s.", it.ID, v.model, req.Model)
 				}
 				e = v
 			}
@@ -240,7 +248,7 @@ func (a responsesAPI) decodeItems(items []rsItem, noStore bool, req *Request, ba
 			case "assistant":
 				m := turn(llm.RoleAssistant)
 				m.Text = joinText(m.Text, text)
-				a.needReasoning(iss, it.ID, "message", seen, bad)
+				a.needReasoning(iss, it.ID, "message", req.Model, seen, bad)
 			default:
 				bad("input[%d]: unknown role %q", i, it.Role)
 			}
@@ -259,9 +267,9 @@ func (a responsesAPI) decodeItems(items []rsItem, noStore bool, req *Request, ba
 			names[it.CallID] = it.Name
 			lastGroup[it.CallID] = true
 			m.ToolCalls = append(m.ToolCalls, llm.ToolCall{ID: it.CallID, Name: it.Name, Input: json.RawMessage(args)})
-			a.needReasoning(iss, it.ID, "function_call", seen, bad)
-			if r := iss.needs[it.CallID]; r != "" && !seen[r] && noStore {
-				missing[it.CallID] = r
+			a.needReasoning(iss, it.ID, "function_call", req.Model, seen, bad)
+			if r := iss.needs[it.CallID]; r.model == req.Model && !seen[r.reasoning] && noStore {
+				missing[it.CallID] = r.reasoning
 			}
 		case "function_call_output":
 			if _, ok := names[it.CallID]; !ok {
@@ -299,12 +307,12 @@ func (a responsesAPI) decodeItems(items []rsItem, noStore bool, req *Request, ba
 
 // needReasoning checks that an item the server issued after a reasoning
 // item, sent back with its id, comes after that reasoning item.
-func (responsesAPI) needReasoning(iss issued, id, typ string, seen map[string]bool, bad func(string, ...any)) {
+func (responsesAPI) needReasoning(iss issued, id, typ, model string, seen map[string]bool, bad func(string, ...any)) {
 	if id == "" {
 		return
 	}
-	if r := iss.needs[id]; r != "" && !seen[r] {
-		bad("Item '%s' of type '%s' was provided without its required 'reasoning' item: '%s'.", id, typ, r)
+	if r, ok := iss.needs[id]; ok && r.model == model && !seen[r.reasoning] {
+		bad("Item '%s' of type '%s' was provided without its required 'reasoning' item: '%s'.", id, typ, r.reasoning)
 	}
 }
 
@@ -406,7 +414,7 @@ func (a responsesAPI) answer(req *Request, t Turn) any {
 			if enc == "" {
 				return
 			}
-			e := vaultEntry{id: rsID}
+			e := vaultEntry{id: rsID, model: req.Model}
 			if len(ids) > 0 {
 				e.follows = ids[0]
 			}
@@ -442,7 +450,7 @@ func (a responsesAPI) answer(req *Request, t Turn) any {
 		// store=false without its encrypted content there is no way to.
 		a.s.mu.Lock()
 		for _, id := range ids {
-			a.s.issued.needs[id] = rsID
+			a.s.issued.needs[id] = needed{reasoning: rsID, model: req.Model}
 		}
 		a.s.mu.Unlock()
 	}

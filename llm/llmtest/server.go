@@ -187,7 +187,7 @@ func Start(opts Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("llmtest listen: %w", err)
 	}
-	s := &Server{opts: opts, ln: ln, issued: issued{needs: map[string]string{}}}
+	s := &Server{opts: opts, ln: ln, issued: issued{needs: map[string]needed{}}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/chat/completions", func(w http.ResponseWriter, r *http.Request) { s.serve(w, r, openaiAPI{}) })
 	mux.HandleFunc("POST /v1/responses", func(w http.ResponseWriter, r *http.Request) { s.serve(w, r, responsesAPI{s}) })

@@ -37,7 +37,7 @@ func (p *Provider) completeResponses(ctx context.Context, req *llm.Request) (*ll
 		}
 		return nil, classify(ctx, err)
 	}
-	return convertResponses(res)
+	return convertResponses(res, req.Model)
 }
 
 func (p *Provider) responsesParams(req *llm.Request) (responses.ResponseNewParams, error) {
@@ -63,7 +63,7 @@ func (p *Provider) responsesParams(req *llm.Request) (responses.ResponseNewParam
 	for i, m := range req.Messages {
 		switch m.Role {
 		case llm.RoleAssistant:
-			input = append(input, assistantItems(m)...)
+			input = append(input, assistantItems(m, req.Model)...)
 		case llm.RoleUser:
 			input = append(input, userItems(m)...)
 		default:
@@ -92,9 +92,11 @@ func (p *Provider) responsesParams(req *llm.Request) (responses.ResponseNewParam
 }
 
 // assistantItems sends back an assistant turn: as the output items the
-// model produced, in their order, when the turn carries our state (so its
-// reasoning goes with it), else as a message and function calls.
-func assistantItems(m llm.Message) []responses.ResponseInputItemUnionParam {
+// model produced, in their order, when the turn carries our state of the
+// same model (so its reasoning goes with it: another model, as in a
+// follow-up job that changed models, cannot read it), else as a message
+// and function calls.
+func assistantItems(m llm.Message, model string) []responses.ResponseInputItemUnionParam {
 	var out []responses.ResponseInputItemUnionParam
 	textSent := false
 	calls := make([]bool, len(m.ToolCalls))
@@ -135,7 +137,7 @@ func assistantItems(m llm.Message) []responses.ResponseInputItemUnionParam {
 		}
 		out = append(out, responses.ResponseInputItemUnionParam{OfFunctionCall: fc})
 	}
-	if st := decodeState(m.State); st != nil {
+	if st := decodeState(m.State); st != nil && st.Model == bareModel(model) {
 		// A reasoning item goes only with the item that followed it (the
 		// API refuses it alone); the items after one that cannot be sent
 		// lose their ids, which would tell the API to expect it.
@@ -233,7 +235,8 @@ func dataURL(img llm.Image) string {
 	return "data:" + img.MediaType + ";base64," + base64.StdEncoding.EncodeToString(img.Data)
 }
 
-func convertResponses(res *responses.Response) (*llm.Response, error) {
+// convertResponses reads an answer to a request for model.
+func convertResponses(res *responses.Response, model string) (*llm.Response, error) {
 	if res.Status == responses.ResponseStatusFailed {
 		// A response that failed while the model generated it: the
 		// request was fine and may succeed again.
@@ -302,6 +305,7 @@ func convertResponses(res *responses.Response) (*llm.Response, error) {
 	if out.Text == "" {
 		out.Text = strings.Join(refusal, "\n\n")
 	}
+	st.Model = bareModel(model)
 	out.State = st.encode()
 	switch {
 	case res.Status == responses.ResponseStatusIncomplete && res.IncompleteDetails.Reason == "max_output_tokens":

@@ -154,12 +154,13 @@ func TestAlteredReasoningIsLeftOut(t *testing.T) {
 	}
 	// What the masker does to a string it takes for a secret.
 	st := *req.Messages[1].State
-	var data map[string][]map[string]any
+	var data map[string]any
 	if err := json.Unmarshal(st.Data, &data); err != nil {
 		t.Fatal(err)
 	}
-	enc := data["items"][0]["encrypted_content"].(string)
-	data["items"][0]["encrypted_content"] = enc[:8] + "[REDACTED]" + enc[12:]
+	first := data["items"].([]any)[0].(map[string]any)
+	enc := first["encrypted_content"].(string)
+	first["encrypted_content"] = enc[:8] + "[REDACTED]" + enc[12:]
 	st.Data, _ = json.Marshal(data)
 	req.Messages[1].State = &st
 
@@ -293,5 +294,37 @@ func TestReasoningWithoutEncryptedContent(t *testing.T) {
 	want := []string{"message user", "message assistant", "function_call call_1_1", "function_call_output call_1_1"}
 	if diff := cmp.Diff(want, r[1].InputItems); diff != "" {
 		t.Errorf("second request's input items (-want +got):\n%s", diff)
+	}
+}
+
+// Reasoning is read only by the model that thought it: a follow-up job that
+// changed models sends the earlier turns without it (and without the ids
+// that would ask for it).
+func TestReasoningStaysWithItsModel(t *testing.T) {
+	t.Parallel()
+	srv := llmtest.NewServer(t, llmtest.Options{Turns: []llmtest.Turn{
+		{Reasoning: "gpt-5 thinking", ToolCalls: []llm.ToolCall{llmtest.Call("echo", `{}`)}},
+		{Text: "o3 answering"},
+	}})
+	p, err := openai.New(openai.Config{APIKey: llmtest.TestKey, BaseURL: srv.OpenAIBaseURL(), API: openai.APIResponses})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tools := []llm.Tool{{Name: "echo", InputSchema: json.RawMessage(`{"type":"object"}`)}}
+	req := &llm.Request{Model: "gpt-5", Tools: tools, Messages: []llm.Message{{Role: llm.RoleUser, Text: "go"}}}
+	res, err := p.Complete(t.Context(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Messages = append(req.Messages,
+		llm.Message{Role: llm.RoleAssistant, ToolCalls: res.ToolCalls, State: res.State},
+		llm.Message{Role: llm.RoleUser, ToolResults: []llm.ToolResult{{CallID: res.ToolCalls[0].ID, Name: "echo", Output: "ok"}}})
+	req.Model = "o3"
+	if _, err := p.Complete(t.Context(), req); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"message user", "function_call call_1_1", "function_call_output call_1_1"}
+	if diff := cmp.Diff(want, srv.Requests()[1].InputItems); diff != "" {
+		t.Errorf("o3's input items (-want +got):\n%s", diff)
 	}
 }

@@ -15,6 +15,9 @@ import (
 // requires: a function call item that came after a reasoning item must be
 // sent with it, just before it.
 type turnState struct {
+	// Model is the model asked (without a provider prefix): only it can
+	// read its reasoning.
+	Model string      `json:"model"`
 	Items []stateItem `json:"items"`
 }
 
