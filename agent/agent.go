@@ -44,6 +44,12 @@ type Config struct {
 	// llm/openai and llm/anthropic for the defaults).
 	MaxRetries     int
 	RequestTimeout time.Duration
+	// OpenAIAPI is "auto" (default), "responses" or "chat": the wire API
+	// of the openai provider (see openai.UsesResponses).
+	OpenAIAPI string
+	// ReasoningEffort is the openai provider's reasoning effort: "high",
+	// or per model prefix "gpt-5=high,o4-mini=low" (openai.Config).
+	ReasoningEffort string
 
 	// MaxSteps is the step budget of jobs that set none (default 100).
 	MaxSteps int
@@ -143,6 +149,14 @@ func New(cfg Config, log *slog.Logger) (*Agent, error) {
 	if cfg.ThinkingBudget > 0 && cfg.ThinkingBudget < anthropic.MinThinkingBudget {
 		return nil, drydock.Errorf(drydock.EINVALID, "the thinking budget must be at least %d tokens (or negative to turn thinking off), not %d", anthropic.MinThinkingBudget, cfg.ThinkingBudget)
 	}
+	switch cfg.OpenAIAPI {
+	case "", openai.APIAuto, openai.APIResponses, openai.APIChat:
+	default:
+		return nil, drydock.Errorf(drydock.EINVALID, "the OpenAI API must be auto, responses or chat, not %q", cfg.OpenAIAPI)
+	}
+	if err := openai.CheckReasoningEffort(cfg.ReasoningEffort); err != nil {
+		return nil, err
+	}
 	switch cfg.Images {
 	case "", "auto", "on", "off":
 	default:
@@ -175,7 +189,8 @@ func New(cfg Config, log *slog.Logger) (*Agent, error) {
 	var err error
 	switch name {
 	case ProviderOpenAI:
-		a.provider, err = openai.New(openai.Config{APIKey: cfg.APIKey, BaseURL: cfg.BaseURL, MaxRetries: cfg.MaxRetries, RequestTimeout: cfg.RequestTimeout})
+		a.provider, err = openai.New(openai.Config{APIKey: cfg.APIKey, BaseURL: cfg.BaseURL, MaxRetries: cfg.MaxRetries, RequestTimeout: cfg.RequestTimeout,
+			API: cfg.OpenAIAPI, ReasoningEffort: cfg.ReasoningEffort})
 	case ProviderAnthropic:
 		a.provider, err = anthropic.New(anthropic.Config{APIKey: cfg.APIKey, BaseURL: cfg.BaseURL, MaxRetries: cfg.MaxRetries, RequestTimeout: cfg.RequestTimeout, ThinkingBudget: cfg.ThinkingBudget})
 	default:

@@ -91,7 +91,7 @@ func (r *run) step(ctx context.Context) error {
 		}
 		r.ids[c.ID] = true
 	}
-	turn := transcript.ModelTurn{Step: step, Model: resp.Model, Text: resp.Text, ToolCalls: resp.ToolCalls, StopReason: string(resp.StopReason)}
+	turn := transcript.ModelTurn{Step: step, Model: resp.Model, Text: resp.Text, ToolCalls: resp.ToolCalls, StopReason: string(resp.StopReason), State: resp.State}
 	r.keepThinking(&turn, resp.Thinking)
 	if err := r.emit(ctx, drydock.EventModel, turn); err != nil {
 		return err
@@ -106,7 +106,7 @@ func (r *run) step(ctx context.Context) error {
 	}
 	r.usage = r.usage.Add(u)
 	ue := usageEvent{Usage: u, Step: step, Model: r.model, CostKnown: known,
-		PromptCounted: prompt.Counted, PromptEstimate: prompt.Estimate, ContextBudget: r.window.Budget()}
+		PromptCounted: prompt.Counted, PromptEstimate: prompt.Estimate, ContextBudget: r.window.Budget(), ReasoningTokens: resp.Usage.ReasoningTokens}
 	if err := r.emit(ctx, drydock.EventUsage, ue); err != nil {
 		return err
 	}

@@ -97,6 +97,9 @@ type usageEvent struct {
 	PromptEstimate int `json:"prompt_estimate,omitempty"`
 	// ContextBudget is the budget the prompt was held to.
 	ContextBudget int `json:"context_budget,omitempty"`
+	// ReasoningTokens are the part of OutputTokens the model spent
+	// thinking, where the provider reports it.
+	ReasoningTokens int64 `json:"reasoning_tokens,omitempty"`
 }
 
 func (a *Agent) start(ctx context.Context, ar *drydock.AgentRun) (*run, error) {

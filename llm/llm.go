@@ -36,6 +36,22 @@ type Message struct {
 	Text        string
 	Images      []Image    // user
 	ToolCalls   []ToolCall // assistant
+	// State is what the provider attached to this assistant turn
+	// (Response.State), sent back with it unchanged.
+	State *State
+}
+
+// State is a provider's opaque record of an assistant turn that must go
+// back to the same provider with the turn in later requests: OpenAI's
+// encrypted reasoning items (Responses API), Anthropic's thinking blocks.
+// The model keeps its chain of thought across turns without server-side
+// state. Only the provider named reads Data; others ignore it (a job moved
+// to another provider loses its reasoning, which both APIs accept). Data
+// is JSON so that the agent can keep it in its event log, where it is
+// masked like the rest; a provider must survive finding it altered.
+type State struct {
+	Provider string          `json:"provider"` // Provider.Name of the writer
+	Data     json.RawMessage `json:"data"`
 }
 
 // Thinking is a block of the model's reasoning (Anthropic's extended
@@ -141,6 +157,8 @@ type Response struct {
 	ToolCalls  []ToolCall
 	StopReason StopReason
 	Usage      Usage
+	// State, when set, goes back with this turn (Message.State).
+	State *State
 }
 
 // Usage counts the tokens of one request. InputTokens excludes the tokens
@@ -152,6 +170,9 @@ type Usage struct {
 	OutputTokens     int64 `json:"output_tokens"`
 	CacheReadTokens  int64 `json:"cache_read_tokens,omitempty"`
 	CacheWriteTokens int64 `json:"cache_write_tokens,omitempty"`
+	// ReasoningTokens are the part of OutputTokens the model spent
+	// thinking (billed as output; counted apart for people and budgets).
+	ReasoningTokens int64 `json:"reasoning_tokens,omitempty"`
 }
 
 // Total is every token the request processed.

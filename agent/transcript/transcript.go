@@ -21,6 +21,10 @@ type ModelTurn struct {
 	Text            string         `json:"text,omitempty"`
 	ToolCalls       []llm.ToolCall `json:"tool_calls,omitempty"`
 	StopReason      string         `json:"stop_reason,omitempty"`
+	// State is the provider's record of the turn (OpenAI's encrypted
+	// reasoning), sent back with it in every later prompt that shows it,
+	// a resumed run's included.
+	State *llm.State `json:"state,omitempty"`
 }
 
 // ToolCall is the data of an EventToolCall event, written as the call

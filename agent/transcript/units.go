@@ -26,6 +26,7 @@ type unit struct {
 	calls    []llm.ToolCall
 	results  []*Observation // by call; nil while a call has no observation
 	notes    []string
+	state    *llm.State // the provider's, sent back with the turn
 	// shots are the notices' images, each as an observation with images
 	// only, so that they are kept and counted as the results' are.
 	shots []*Observation
@@ -112,7 +113,7 @@ func (l *log) add(e *drydock.Event) {
 		if strings.TrimSpace(t.Text) == "" && len(t.ToolCalls) == 0 {
 			return // nothing to show; what follows joins the previous unit
 		}
-		l.units = append(l.units, &unit{step: t.Step, thinking: t.Thinking, text: t.Text, calls: t.ToolCalls, results: make([]*Observation, len(t.ToolCalls))})
+		l.units = append(l.units, &unit{step: t.Step, thinking: t.Thinking, text: t.Text, calls: t.ToolCalls, state: t.State, results: make([]*Observation, len(t.ToolCalls))})
 	case drydock.EventObservation:
 		var o Observation
 		u := l.last()
@@ -235,7 +236,7 @@ func (u *unit) messages(rd render, image func(ImageRef) (llm.Image, bool)) (llm.
 }
 
 func (u *unit) build(rd render, image func(ImageRef) (llm.Image, bool)) (llm.Message, llm.Message) {
-	a := llm.Message{Role: llm.RoleAssistant, Text: u.text, ToolCalls: u.calls}
+	a := llm.Message{Role: llm.RoleAssistant, Text: u.text, ToolCalls: u.calls, State: u.state}
 	if !rd.masked {
 		// Never clipped: an altered block is refused.
 		a.Thinking = u.thinking

@@ -18,6 +18,7 @@ import (
 	"github.com/drydockhq/drydock/agent"
 	"github.com/drydockhq/drydock/agent/fake"
 	"github.com/drydockhq/drydock/api"
+	"github.com/drydockhq/drydock/llm/openai"
 	"github.com/drydockhq/drydock/runner"
 	"github.com/drydockhq/drydock/store/postgres"
 	"github.com/drydockhq/drydock/store/sqlite"
@@ -41,6 +42,8 @@ type ServerCmd struct {
 	Agent           string          `default:"llm" enum:"llm,fake" env:"DRYDOCK_AGENT" help:"llm: a model drives the tools; fake: a scripted agent for demos and tests (no model needed)."`
 	LLM             string          `name:"llm" enum:",openai,anthropic" default:"" env:"DRYDOCK_LLM" help:"Model provider: openai (any OpenAI-compatible URL via OPENAI_BASE_URL) or anthropic; empty picks from the environment (ANTHROPIC_API_KEY, then OPENAI_API_KEY/OPENAI_BASE_URL)."`
 	Model           string          `env:"DRYDOCK_MODEL" help:"Default model (a job's model field overrides it)."`
+	OpenAIAPI       string          `name:"openai-api" default:"auto" enum:"auto,responses,chat" env:"DRYDOCK_OPENAI_API" help:"Wire API of the openai provider: auto (the Responses API for the o-series, gpt-5 and newer models on OpenAI's own API; Chat Completions for older models and for any other OPENAI_BASE_URL, such as vLLM, Ollama or llama.cpp), responses, or chat."`
+	ReasoningEffort string          `name:"openai-reasoning-effort" env:"DRYDOCK_OPENAI_REASONING_EFFORT" help:"Reasoning effort of OpenAI reasoning models: one of none, minimal, low, medium, high, xhigh for all of them, or per model-name prefix, e.g. gpt-5=high,o4-mini=low,medium (a bare value is the others' default). A model named here has its reasoning carried across turns even if its name does not say it reasons. Empty leaves the model's default." placeholder:"EFFORT"`
 	MaxSteps        int             `default:"100" env:"DRYDOCK_MAX_STEPS" help:"Step budget of jobs that set none."`
 	MaxCostUSD      float64         `name:"max-cost-usd" env:"DRYDOCK_MAX_COST_USD" help:"Most estimated model cost of one job in USD; 0 is no limit."`
 	ThinkingBudget  int             `name:"thinking-budget" env:"DRYDOCK_THINKING_BUDGET" help:"Extended-thinking budget in tokens for Claude models that can think (at least 1024; on top of the reply's room); 0 takes the model's default (4096 for Claude 4 models), negative turns thinking off."`
@@ -141,6 +144,9 @@ func (c *ServerCmd) Run(g *Globals) error {
 	if c.MaxUploadMiB < 1 || c.MaxUploadMiB > 1<<20 {
 		return fmt.Errorf("--max-upload-mib %d: want 1 to 1048576 (MiB)", c.MaxUploadMiB)
 	}
+	if err := openai.CheckReasoningEffort(c.ReasoningEffort); err != nil {
+		return fmt.Errorf("--openai-reasoning-effort: %s", drydock.ErrorMessage(err))
+	}
 	egressPolicy, err := c.Egress.policy()
 	if err != nil {
 		return err
@@ -212,13 +218,15 @@ func (c *ServerCmd) Run(g *Globals) error {
 		ag = &fake.Agent{Dial: func(sb *drydock.Sandbox) fake.Workspace { return pool.Get(sb) }}
 	default:
 		a, err := agent.New(agent.Config{
-			Provider:       c.LLM,
-			Model:          c.Model,
-			MaxSteps:       c.MaxSteps,
-			MaxCostUSD:     c.MaxCostUSD,
-			ThinkingBudget: c.ThinkingBudget,
-			AskTimeout:     c.AskTimeout,
-			Dial:           pool.Get,
+			Provider:        c.LLM,
+			Model:           c.Model,
+			OpenAIAPI:       c.OpenAIAPI,
+			ReasoningEffort: c.ReasoningEffort,
+			MaxSteps:        c.MaxSteps,
+			MaxCostUSD:      c.MaxCostUSD,
+			ThinkingBudget:  c.ThinkingBudget,
+			AskTimeout:      c.AskTimeout,
+			Dial:            pool.Get,
 		}, log.With("component", "agent"))
 		if err != nil {
 			return fmt.Errorf("llm agent: %w", err)

@@ -24,6 +24,7 @@ func TestServerRefusesBadFlags(t *testing.T) {
 		{[]string{"--egress-default", "registry.example.com", "--egress-allow", "*.example.com:443"}, "--egress-default: registry.example.com is outside the ceiling *.example.com:443"},
 		{[]string{"--runtime", "kubernetes", "--egress-default", "registry.example.com"}, "--egress-default needs --kube-egress-gateway"},
 		{[]string{"--sandbox-ca", "/nonexistent/a.crt,/nonexistent/b.crt"}, "--sandbox-ca /nonexistent/a.crt: open"},
+		{[]string{"--openai-reasoning-effort", "gpt-5=extreme"}, `--openai-reasoning-effort: reasoning effort "extreme"`},
 	} {
 		var sc ServerCmd
 		dir := t.TempDir()

@@ -3,6 +3,7 @@ package llmtest
 import (
 	"crypto/sha256"
 	"encoding/json"
+	"strings"
 	"sync"
 	"time"
 
@@ -63,6 +64,8 @@ func (c *promptCache) usage(api string, req *Request, u llm.Usage, now time.Time
 		blocks, ok = anthropicBlocks(req.Body)
 	case "openai":
 		blocks, ok = openaiBlocks(req.Body)
+	case "openai-responses":
+		blocks, ok = responsesBlocks(req.Body)
 	}
 	if !ok || len(blocks) == 0 {
 		return u
@@ -95,7 +98,7 @@ func (c *promptCache) usage(api string, req *Request, u llm.Usage, now time.Time
 	}
 
 	var read, write int64
-	if api == "openai" {
+	if strings.HasPrefix(api, "openai") {
 		for q := len(blocks); q > 0; q-- {
 			if live(q) {
 				read = sizes[q] / openAIStep * openAIStep

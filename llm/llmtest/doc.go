@@ -1,9 +1,11 @@
 // Package llmtest is a scripted model server and the conformance suite
 // every llm.Provider passes.
 //
-// The Server is a real HTTP server on 127.0.0.1 that speaks both the
-// OpenAI chat completions wire format (POST /v1/chat/completions) and the
-// Anthropic Messages format (POST /v1/messages), non-streaming. It answers
+// The Server is a real HTTP server on 127.0.0.1 that speaks the OpenAI
+// chat completions wire format (POST /v1/chat/completions), OpenAI's
+// Responses API (POST /v1/responses, store=false, with encrypted reasoning
+// items that must come back: responses.go) and the Anthropic Messages
+// format (POST /v1/messages), non-streaming. It answers
 // each request with the next planned Turn (text and tool calls, or a fault:
 // 429, 500, 529, 401, a dropped connection, a 200 whose body is cut off
 // half way, a slow answer), or with what a function decides from the request, and records every request it received,
@@ -31,4 +33,5 @@
 // built-in tools (name, beta flag, display size) and the thinking option,
 // signs the thinking blocks a Turn plays, and refuses with 400, like the
 // API, a request that drops or alters the last tool-use turn's thinking.
+// RunResponses(t, factory) adds the cases of the Responses dialect.
 package llmtest

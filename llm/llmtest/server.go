@@ -76,6 +76,11 @@ type Turn struct {
 	// Delay holds the answer back (the request ends early if the client
 	// gives up); with Fault it delays the fault.
 	Delay time.Duration
+	// Reasoning, when set, is what the model thought first: the Responses
+	// dialect plays it as a reasoning item (encrypted when the request
+	// includes reasoning.encrypted_content) that must come back with the
+	// turn (responses.go). Chat Completions has no such item.
+	Reasoning string
 }
 
 // Call builds a tool call whose input is the JSON text input.
@@ -95,7 +100,7 @@ func Repeat(n int, t Turn) []Turn {
 // Request is one request the server received, decoded.
 type Request struct {
 	N          int    // 1-based, in arrival order
-	API        string // "openai" or "anthropic"
+	API        string // "openai" (chat completions), "openai-responses" or "anthropic"
 	Model      string
 	System     string
 	Messages   []llm.Message
@@ -119,6 +124,17 @@ type Request struct {
 	// Answer is what the server played: the Turn (after defaults); zero when
 	// it played a fault (a Cut answer included: the client never got it).
 	Answer Turn
+	// The Responses dialect's own fields (API "openai-responses"): store,
+	// include, the reasoning settings, the ids of the reasoning items sent
+	// back (in order) and every input item as "TYPE ID [PHASE]" (call id or
+	// role for items without an id; an assistant message's phase), in
+	// order.
+	Store            *bool
+	Include          []string
+	ReasoningEffort  string
+	ReasoningSummary string
+	Reasoning        []string
+	InputItems       []string
 }
 
 // LastUser returns the last user message, or a zero Message.
@@ -168,6 +184,7 @@ type Server struct {
 	requests []*Request
 	problems []string
 	cache    promptCache // see cache.go
+	issued   issued      // reasoning items sent (responses.go)
 }
 
 // Start serves on a random port of 127.0.0.1 until Close.
@@ -179,9 +196,10 @@ func Start(opts Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("llmtest listen: %w", err)
 	}
-	s := &Server{opts: opts, ln: ln}
+	s := &Server{opts: opts, ln: ln, issued: issued{needs: map[string]needed{}}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/chat/completions", func(w http.ResponseWriter, r *http.Request) { s.serve(w, r, openaiAPI{}) })
+	mux.HandleFunc("POST /v1/responses", func(w http.ResponseWriter, r *http.Request) { s.serve(w, r, responsesAPI{s}) })
 	mux.HandleFunc("POST /v1/messages", func(w http.ResponseWriter, r *http.Request) { s.serve(w, r, anthropicAPI{}) })
 	s.hs = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go s.hs.Serve(ln)
@@ -390,6 +408,10 @@ func (s *Server) play(w http.ResponseWriter, r *http.Request, a api, req *Reques
 			out += len(c.Name) + len(c.Input)
 		}
 		t.Usage = llm.Usage{InputTokens: int64(len(req.Body)/4 + 1), OutputTokens: int64(out/4 + 1)}
+		if t.Reasoning != "" {
+			t.Usage.ReasoningTokens = int64(len(t.Reasoning)/4 + 1)
+			t.Usage.OutputTokens += t.Usage.ReasoningTokens
+		}
 		t.Usage = s.cache.usage(req.API, req, t.Usage, time.Now())
 	}
 	w.Header().Set("Request-Id", fmt.Sprintf("req_llmtest_%d", req.N))

@@ -1,9 +1,13 @@
-// Package openai is an llm.Provider on the official OpenAI Go SDK's chat
-// completions with tool calling. A base URL (OPENAI_BASE_URL or
-// Config.BaseURL) points it at any OpenAI-compatible server: vLLM, Ollama,
-// llama.cpp, OpenRouter.
+// Package openai is an llm.Provider on the official OpenAI Go SDK that
+// speaks two wire APIs, chosen per request (UsesResponses, Config.API):
+// the Responses API for OpenAI's reasoning and newer models, and Chat
+// Completions for older models and for any other base URL
+// (OPENAI_BASE_URL or Config.BaseURL): vLLM, Ollama, llama.cpp, OpenRouter.
 //
-// Chat completions carry tool results as text only, so the images of a
-// tool result travel in a user message right after the tool messages of
-// that turn.
+// On Responses nothing is stored at OpenAI (store=false): a reasoning
+// model's encrypted reasoning items come back as the turn's llm.State and
+// go back with the turn, in order, in every later request. Tool results
+// carry their images inside function_call_output. Chat completions carry
+// tool results as text only, so there the images of a tool result travel
+// in a user message right after the tool messages of that turn.
 package openai

@@ -38,11 +38,28 @@ type Config struct {
 	// RequestTimeout bounds one attempt, until the answer's headers arrive
 	// (default 10m; a long reply of a slow model takes minutes).
 	RequestTimeout time.Duration
+	// API is "auto" (default), "responses" or "chat": which wire API the
+	// requests use (see UsesResponses for the auto rule).
+	API string
+	// ReasoningEffort is the effort of reasoning models: "high" for all of
+	// them, or "gpt-5=high,o4-mini=low" per model-name prefix (the longest
+	// wins; a bare value is the default of the others). Naming a model
+	// that the rule does not know as reasoning (a deployment's own name)
+	// also has its reasoning carried across turns. Empty leaves the
+	// model's default.
+	ReasoningEffort string
 }
 
-// Provider talks to the chat completions API.
+// providerName is Name, and the owner of the llm.State this package writes.
+const providerName = "openai"
+
+// Provider talks to the Responses API or the Chat Completions API, chosen
+// per request (Config.API).
 type Provider struct {
 	client sdk.Client
+	api    string
+	base   string
+	effort effortRule
 }
 
 var _ llm.Provider = (*Provider)(nil)
@@ -54,6 +71,17 @@ func New(cfg Config) (*Provider, error) {
 	base := firstNonEmpty(cfg.BaseURL, os.Getenv("OPENAI_BASE_URL"))
 	if key == "" && base == "" {
 		return nil, Vendor.NoCredentials()
+	}
+	switch cfg.API {
+	case "":
+		cfg.API = APIAuto
+	case APIAuto, APIResponses, APIChat:
+	default:
+		return nil, drydock.Errorf(drydock.EINVALID, "OpenAI API %q: use auto, responses or chat", cfg.API)
+	}
+	effort, err := parseEffort(cfg.ReasoningEffort)
+	if err != nil {
+		return nil, err
 	}
 	if cfg.MaxRetries == 0 {
 		cfg.MaxRetries = 5
@@ -80,7 +108,7 @@ func New(cfg Config) (*Provider, error) {
 	if base != "" {
 		opts = append(opts, option.WithBaseURL(base))
 	}
-	return &Provider{client: sdk.NewClient(opts...)}, nil
+	return &Provider{client: sdk.NewClient(opts...), api: cfg.API, base: base, effort: effort}, nil
 }
 
 // wholeAnswer reads each answer to its end inside the attempt. The SDK
@@ -103,11 +131,14 @@ func wholeAnswer(req *http.Request, next option.MiddlewareNext) (*http.Response,
 }
 
 // Name implements llm.Provider.
-func (p *Provider) Name() string { return "openai" }
+func (p *Provider) Name() string { return providerName }
 
 // Complete implements llm.Provider.
 func (p *Provider) Complete(ctx context.Context, req *llm.Request) (*llm.Response, error) {
-	params, err := buildParams(req)
+	if UsesResponses(p.api, p.base, req.Model) {
+		return p.completeResponses(ctx, req)
+	}
+	params, err := p.buildParams(req)
 	if err != nil {
 		return nil, err
 	}
@@ -126,8 +157,11 @@ func classify(ctx context.Context, err error) error {
 	return Vendor.TransportError(ctx, err)
 }
 
-func buildParams(req *llm.Request) (sdk.ChatCompletionNewParams, error) {
+func (p *Provider) buildParams(req *llm.Request) (sdk.ChatCompletionNewParams, error) {
 	params := sdk.ChatCompletionNewParams{Model: shared.ChatModel(req.Model)}
+	if e := p.effort.forModel(req.Model); e != "" {
+		params.ReasoningEffort = shared.ReasoningEffort(e)
+	}
 	if req.MaxTokens > 0 {
 		params.MaxCompletionTokens = sdk.Int(int64(req.MaxTokens))
 	}

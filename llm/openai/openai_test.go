@@ -11,16 +11,26 @@ import (
 	"github.com/drydockhq/drydock/llm/openai"
 )
 
-func TestConformance(t *testing.T) {
-	llmtest.Run(t, func(t *testing.T, srv *llmtest.Server, cfg llmtest.Config) llm.Provider {
+// factory builds providers that speak one of the two APIs to the scripted
+// server (whose base URL is not OpenAI's, so auto would pick chat).
+func factory(api string) llmtest.Factory {
+	return func(t *testing.T, srv *llmtest.Server, cfg llmtest.Config) llm.Provider {
 		p, err := openai.New(openai.Config{
-			APIKey: cfg.APIKey, BaseURL: srv.OpenAIBaseURL(),
+			APIKey: cfg.APIKey, BaseURL: srv.OpenAIBaseURL(), API: api,
 			MaxRetries: cfg.MaxRetries, RequestTimeout: cfg.RequestTimeout,
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return p
+	}
+}
+
+func TestConformance(t *testing.T) {
+	t.Run("chat", func(t *testing.T) { llmtest.Run(t, factory(openai.APIChat)) })
+	t.Run("responses", func(t *testing.T) {
+		llmtest.Run(t, factory(openai.APIResponses))
+		llmtest.RunResponses(t, factory(openai.APIResponses))
 	})
 }
 
