@@ -274,7 +274,9 @@ func check(ctx context.Context, c *client.Client, t *Task, j *drydock.Job, meta 
 		res.Error = "the check's sandbox was not ready: " + err.Error()
 		return res
 	}
-	out, err := c.RunCommand(ctx, held.ID, t.Check, timeout)
+	// A subshell: the sandbox's shell persists between commands, and a
+	// check's "set -e" or "exit 1" must end the check, not that shell.
+	out, err := c.RunCommand(ctx, held.ID, "(\n"+t.Check+"\n)", timeout)
 	if err != nil {
 		res.Error = "run the check: " + err.Error()
 		return res

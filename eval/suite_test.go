@@ -157,3 +157,19 @@ func TestSelect(t *testing.T) {
 		t.Errorf("unknown task: %v", err)
 	}
 }
+// The starter suite in the repository loads, and every task has a check.
+func TestStarterSuiteLoads(t *testing.T) {
+	t.Parallel()
+	s, err := eval.Load(filepath.Join("..", "evals", "starter"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Tasks) < 12 {
+		t.Errorf("the starter suite has %d tasks; want the README's three and about ten more", len(s.Tasks))
+	}
+	for _, want := range []string{"hello-txt", "react-todo", "tk-todo"} {
+		if !slices.ContainsFunc(s.Tasks, func(t *eval.Task) bool { return t.ID == want }) {
+			t.Errorf("the starter suite lacks %s", want)
+		}
+	}
+}
