@@ -157,6 +157,7 @@ func TestSelect(t *testing.T) {
 		t.Errorf("unknown task: %v", err)
 	}
 }
+
 // The starter suite in the repository loads, and every task has a check.
 func TestStarterSuiteLoads(t *testing.T) {
 	t.Parallel()
