@@ -239,6 +239,11 @@ func check(ctx context.Context, c *client.Client, t *Task, j *drydock.Job, meta 
 		req.Secrets = drydock.SecretValues{} // a check needs none of the agent's
 	}
 	held, err := c.FollowUp(ctx, j.ID, req, client.WithIdempotencyKey(key+"/check"))
+	if err == nil && held.Status.Terminal() {
+		// A resumed run: its key found the sandbox an earlier check ran in,
+		// now gone. Check again in a new one.
+		held, err = c.FollowUp(ctx, j.ID, req)
+	}
 	if err != nil {
 		return &CheckResult{ExitCode: -1, Error: "create the check's sandbox: " + err.Error()}
 	}
