@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -197,5 +198,91 @@ func TestEvalStarterTasks(t *testing.T) {
 	var rep2 drydockeval.Report
 	if err := json.Unmarshal(data, &rep2); err != nil || len(rep2.Tasks) != 1 || rep2.Tasks[0].Attempts[0].JobID != runs["hello-txt"].JobID || !rep2.Tasks[0].Attempts[0].Passed {
 		t.Errorf("eval again with the run id: %v %s; want hello-txt's first job, passed", err, data)
+	}
+}
+
+// Every check of the starter suite (but react-todo's, whose job needs the
+// npm registry) really checks, in real sandboxes on Docker, the desktop
+// ones on the desktop image: each task runs twice, and the scripted model
+// applies the task's reference solution (solution.sh) in one run and does
+// nothing in the other. The check must pass the first and fail the second,
+// so every task scores 1 of 2: pass@1 50%, pass@2 100%.
+func TestEvalStarterChecksTellSolvedFromUntouched(t *testing.T) {
+	t.Parallel()
+	if os.Getenv("DRYDOCK_TEST_E2E") == "" {
+		t.Skip("DRYDOCK_TEST_E2E not set: this test runs two dozen real sandboxes (make test sets it)")
+	}
+	suite, err := drydockeval.Load(filepath.Join("..", "evals", "starter"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		mu     sync.Mutex
+		solved = map[string]bool{} // tasks whose solution has been handed out
+	)
+	plays := map[string]func(int) llmtest.Turn{}
+	var ids []string
+	for _, task := range suite.Tasks {
+		if task.ID == "react-todo" {
+			continue
+		}
+		solution, err := os.ReadFile(filepath.Join("..", "evals", "starter", task.ID, "solution.sh"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		id := task.ID
+		ids = append(ids, id)
+		plays[id] = func(step int) llmtest.Turn {
+			if step > 0 {
+				return finish("Done.")
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if solved[id] {
+				return finish("Nothing to do.")
+			}
+			solved[id] = true
+			return bash("cd /workspace && " + string(solution))
+		}
+	}
+	e := newAgentEnv(t, "docker", "DRYDOCK_TEST_DOCKER_HOST", "openai", evalModel(t, plays), "--max-concurrent", "8")
+	args := []string{"eval", filepath.Join("..", "evals", "starter"), "--model", "test-model", "--runs", "2", "--concurrency", "4", "--json"}
+	for _, id := range ids {
+		args = append(args, "--task", id)
+	}
+	cmd := exec.Command(binary, args...)
+	cmd.Env = append(os.Environ(), "DRYDOCK_URL="+e.url(), "DRYDOCK_TOKEN=")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("drydock eval: %v\n%s", err, stderr.String())
+	}
+	var rep drydockeval.Report
+	if err := json.Unmarshal(out, &rep); err != nil {
+		t.Fatal(err)
+	}
+	for _, ts := range rep.Tasks {
+		if ts.Passed == 1 && ts.Runs == 2 {
+			continue
+		}
+		t.Errorf("task %s: %d of %d runs passed; want exactly the solved one", ts.ID, ts.Passed, ts.Runs)
+		for _, r := range ts.Attempts {
+			out := ""
+			if r.Check != nil {
+				out = r.Check.Output
+			}
+			t.Logf("  %s #%d passed=%v %s\n%s", ts.ID, r.Attempt, r.Passed, r.Why(), out)
+		}
+	}
+	for _, ts := range rep.Tasks {
+		for _, r := range ts.Attempts {
+			if !r.Passed && r.Reason != drydockeval.ReasonCheckFailed {
+				t.Errorf("task %s #%d failed for %q (%s); want its check to fail", ts.ID, r.Attempt, r.Reason, r.Why())
+			}
+		}
+	}
+	if len(rep.Tasks) != len(ids) || rep.Total.PassAt1 != 0.5 || rep.Total.PassAtN != 1 {
+		t.Errorf("%d tasks, pass@1 %v, pass@2 %v; want %d, 0.5, 1", len(rep.Tasks), rep.Total.PassAt1, rep.Total.PassAtN, len(ids))
 	}
 }
