@@ -286,3 +286,69 @@ func TestEvalStarterChecksTellSolvedFromUntouched(t *testing.T) {
 		t.Errorf("%d tasks, pass@1 %v, pass@2 %v; want %d, 0.5, 1", len(rep.Tasks), rep.Total.PassAt1, rep.Total.PassAtN, len(ids))
 	}
 }
+
+// react-todo, the starter task that needs the network, scored for real: its
+// job gets the server's --egress-default (the npm registry this machine
+// reaches, as make run sets it; the suite names no registry), the scripted
+// model scaffolds the app with create-vite, adds the todo components and
+// tests of testdata/react-todo, installs the packages and sets "npm test",
+// and the check, offline in a fresh sandbox, runs the tests and the build on
+// the node_modules the job left.
+func TestEvalReactTodoFromTheRegistry(t *testing.T) {
+	t.Parallel()
+	if os.Getenv("DRYDOCK_TEST_E2E") == "" {
+		t.Skip("DRYDOCK_TEST_E2E not set: this test downloads packages from the npm registry (make test sets it)")
+	}
+	if os.Getenv("DRYDOCK_TEST_DOCKER_HOST") == "" {
+		t.Skip("DRYDOCK_TEST_DOCKER_HOST not set: no Docker engine to run sandboxes on (make test starts one)")
+	}
+	reg := hostNPMRegistry(t)
+	creates := reactTodoFiles(t)
+	setup := fmt.Sprintf("export npm_config_registry=%s npm_config_cache=/tmp/npm-cache npm_config_update_notifier=false npm_config_fund=false npm_config_audit=false; ",
+		shellQuote(reg.url))
+	plays := map[string]func(int) llmtest.Turn{"react-todo": func(step int) llmtest.Turn {
+		switch step {
+		case 0:
+			return bash(setup + "cd /workspace && npm create -y vite@" + createViteVersion + " todo-app -- --template react-ts --no-interactive </dev/null && " +
+				"cd todo-app && rm -r src/App.tsx src/App.css src/index.css src/assets && ls src")
+		case 1:
+			return llmtest.Turn{ToolCalls: creates}
+		case 2:
+			in, _ := json.Marshal(map[string]any{"command": "cd /workspace/todo-app && npm install && npm install -D vitest@" + vitestVersion + " jsdom@" + jsdomVersion +
+				` && npm pkg set scripts.test="vitest run" && echo INSTALLED`, "timeout": 600})
+			return llmtest.Turn{ToolCalls: []llm.ToolCall{llmtest.Call("bash", string(in))}}
+		}
+		return finish("todo-app/: React + TypeScript with Vite; npm test runs vitest, npm run build writes dist/.")
+	}}
+	extra := []string{"--egress-default", reg.hostPort}
+	for _, a := range reg.addrs {
+		extra = append(extra, "--egress-private", a)
+	}
+	for _, ca := range hostAddedCAs(t) {
+		extra = append(extra, "--sandbox-ca", ca)
+	}
+	e := newAgentEnv(t, "docker", "DRYDOCK_TEST_DOCKER_HOST", "openai", evalModel(t, plays), extra...)
+	cmd := exec.Command(binary, "eval", filepath.Join("..", "evals", "starter"), "--model", "test-model", "--task", "react-todo", "--json")
+	cmd.Env = append(os.Environ(), "DRYDOCK_URL="+e.url(), "DRYDOCK_TOKEN=")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("drydock eval: %v\n%s", err, stderr.String())
+	}
+	var rep drydockeval.Report
+	if err := json.Unmarshal(out, &rep); err != nil || len(rep.Tasks) != 1 {
+		t.Fatalf("report: %v %s", err, out)
+	}
+	r := rep.Tasks[0].Attempts[0]
+	if !r.Passed {
+		check := ""
+		if r.Check != nil {
+			check = r.Check.Output
+		}
+		t.Fatalf("react-todo failed: %s\n%s", r.Why(), check)
+	}
+	if !strings.Contains(r.Check.Output, "passed") || !strings.Contains(r.Check.Output, "built in") {
+		t.Errorf("the check's output lacks the tests' and the build's lines:\n%s", r.Check.Output)
+	}
+}
