@@ -255,27 +255,7 @@ func check(ctx context.Context, c *client.Client, t *Task, j *drydock.Job, meta 
 			log.Warn("cancel the check's sandbox", "check_job_id", held.ID, "err", err)
 		}
 	}()
-	err = c.StreamEvents(ctx, held.ID, 0, func(e *drydock.Event) error {
-		if e.Type != drydock.EventLog {
-			return nil
-		}
-		var d struct {
-			Kind string `json:"kind"`
-		}
-		if json.Unmarshal(e.Data, &d) == nil && d.Kind == "sandbox_held" {
-			return errHeld
-		}
-		return nil
-	})
-	if !errors.Is(err, errHeld) {
-		if err == nil {
-			// The stream ended: the job ended before its sandbox was ready.
-			if hj, jerr := c.Job(ctx, held.ID); jerr == nil {
-				err = fmt.Errorf("it ended %s: %s", hj.Status, hj.Error)
-			} else {
-				err = jerr
-			}
-		}
+	if err := waitHeld(ctx, c, held.ID); err != nil {
 		res.Error = "the check's sandbox was not ready: " + err.Error()
 		return res
 	}
@@ -288,6 +268,62 @@ func check(ctx context.Context, c *client.Client, t *Task, j *drydock.Job, meta 
 	}
 	res.ExitCode, res.TimedOut, res.Output = out.ExitCode, out.TimedOut, tail(out.Output, outputTail)
 	return res
+}
+
+// isHeld reports whether e says the job's sandbox is held for its caller.
+func isHeld(e *drydock.Event) bool {
+	if e.Type != drydock.EventLog {
+		return false
+	}
+	var d struct {
+		Kind string `json:"kind"`
+	}
+	return json.Unmarshal(e.Data, &d) == nil && d.Kind == "sandbox_held"
+}
+
+// waitHeld waits until the held job id's sandbox is ready: from its event
+// stream, or, when the stream is refused (a token's streams are bounded)
+// or breaks, by reading its events once a second.
+func waitHeld(ctx context.Context, c *client.Client, id string) error {
+	err := c.StreamEvents(ctx, id, 0, func(e *drydock.Event) error {
+		if isHeld(e) {
+			return errHeld
+		}
+		return nil
+	})
+	switch {
+	case errors.Is(err, errHeld):
+		return nil
+	case ctx.Err() != nil:
+		return err
+	}
+	var after int64
+	for {
+		page, err := c.Events(ctx, id, after, 1000)
+		if err != nil {
+			return err
+		}
+		for _, e := range page.Events {
+			if isHeld(e) {
+				return nil
+			}
+		}
+		after = page.NextAfter
+		if page.Done {
+			j, err := c.Job(ctx, id)
+			if err != nil {
+				return err
+			}
+			return fmt.Errorf("it ended %s before its sandbox was ready: %s", j.Status, j.Error)
+		}
+		if len(page.Events) == 0 {
+			select {
+			case <-ctx.Done():
+				return context.Cause(ctx)
+			case <-time.After(time.Second):
+			}
+		}
+	}
 }
 
 // tail is the last n bytes of s, cut at a rune boundary.

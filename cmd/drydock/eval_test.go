@@ -45,7 +45,7 @@ func TestEvalRefusesBadInput(t *testing.T) {
 		want string
 	}{
 		{[]string{"eval", suite, "--runs", "0"}, "--runs 0: give 1 to 100"},
-		{[]string{"eval", suite, "--concurrency", "0"}, "--concurrency 0: give 1 to 64"},
+		{[]string{"eval", suite, "--concurrency", "0"}, "--concurrency 0: give 1 to 32"},
 		{[]string{"eval", suite, "--run-id", "../x"}, `--run-id: run id "../x"`},
 		{[]string{"eval", filepath.Join(dir, "nope")}, "no such file"},
 		{[]string{"eval", filepath.Join(dir, "bad")}, `"check" is required`},
