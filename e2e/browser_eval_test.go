@@ -71,4 +71,14 @@ func TestBrowserShowsAnEvalRun(t *testing.T) {
 	}
 	checkAccessible(t, ctx, "eval run page")
 	saveScreenshot(t, ctx, "eval-run.png")
+
+	// The jobs list links each job of a run to the run's page.
+	within(t, ctx, 15*time.Second, chromedp.Navigate(s.url()+"/"))
+	row := `document.querySelector('tr[data-id="` + rep.Tasks[0].Attempts[0].JobID + `"] a.eval-link')`
+	waitJS(t, ctx, 20*time.Second, row+` !== null`)
+	if got := eval[string](t, ctx, row+`.getAttribute("href")`); got != "/evals/ui-run" {
+		t.Errorf("the list links the job to %q; want /evals/ui-run", got)
+	}
+	within(t, ctx, 10*time.Second, chromedp.Click(`tr[data-id="`+rep.Tasks[0].Attempts[0].JobID+`"] a.eval-link`))
+	waitJS(t, ctx, 20*time.Second, `location.pathname === "/evals/ui-run" && document.querySelectorAll("tbody tr").length === 3`)
 }
