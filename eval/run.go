@@ -91,6 +91,11 @@ func Execute(ctx context.Context, c *client.Client, s *Suite, opt Options) (*Rep
 	if opt.Log == nil {
 		opt.Log = slog.New(slog.DiscardHandler)
 	}
+	// One cheap authenticated call first: a wrong URL or token is one clear
+	// error, not a failed schedule for every attempt.
+	if _, err := c.Jobs(ctx, client.ListOptions{Limit: 1, Metadata: map[string]string{MetaRun: opt.RunID}}); err != nil {
+		return nil, fmt.Errorf("reach the server: %w", err)
+	}
 	rep := &Report{Format: Format, Suite: s.Name, RunID: opt.RunID, Model: opt.Model, Runs: opt.Runs, StartedAt: time.Now().UTC()}
 	if base := c.BaseURL(); base != "" {
 		rep.UIURL = strings.TrimSuffix(base, "/") + "/evals/" + url.PathEscape(opt.RunID)

@@ -50,6 +50,8 @@ func TestEvalRefusesBadInput(t *testing.T) {
 		{[]string{"eval", filepath.Join(dir, "nope")}, "no such file"},
 		{[]string{"eval", filepath.Join(dir, "bad")}, `"check" is required`},
 		{[]string{"eval", suite, "--task", "bye"}, `has no task "bye"; its tasks: hello`},
+		// All is well but the server: one error saying so, nothing scheduled.
+		{[]string{"eval", suite}, "reach the server"},
 	}
 	for _, c := range cases {
 		if err := run(c.args...); err == nil || !strings.Contains(err.Error(), c.want) {
