@@ -60,7 +60,9 @@ func TestBrowserShowsAnEvalRun(t *testing.T) {
 			t.Errorf("links of %s: %v; want its job and its check job", rep.Tasks[i].ID, hrefs)
 		}
 	}
-	if got := eval[string](t, ctx, `document.querySelector('tr[data-id="`+rep.Tasks[1].Attempts[0].JobID+`"] td.eval-failed').textContent`); got != "check failed (exit 4)" {
+	// The failed check says why, with the tail of its output (as text).
+	waitJS(t, ctx, 20*time.Second, `document.querySelector('tr[data-id="`+rep.Tasks[1].Attempts[0].JobID+`"] td.eval-failed pre') !== null`)
+	if got := eval[string](t, ctx, `document.querySelector('tr[data-id="`+rep.Tasks[1].Attempts[0].JobID+`"] td.eval-failed').textContent`); got != "check failed (exit 4)no such file" {
 		t.Errorf("the failed attempt says %q", got)
 	}
 	if got := eval[string](t, ctx, `document.querySelector(".eval-summary").textContent`); !strings.Contains(got, "Suite smoke: 1 of 3 attempts passed over 3 tasks") {

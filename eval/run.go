@@ -69,6 +69,10 @@ func NewRunID() string {
 	return time.Now().UTC().Format("20060102-150405") + "-" + hex.EncodeToString(b[:])
 }
 
+// CheckLog is where a check's output (as the API returned it: capped at
+// 30000 bytes, head and tail kept) is saved in its job's workspace.
+const CheckLog = "drydock-eval-check.log"
+
 // outputTail is how much of a check's output the report keeps.
 const outputTail = 4000
 
@@ -272,6 +276,11 @@ func check(ctx context.Context, c *client.Client, t *Task, j *drydock.Job, meta 
 		return res
 	}
 	res.ExitCode, res.TimedOut, res.Output = out.ExitCode, out.TimedOut, tail(out.Output, outputTail)
+	// Kept in the check job's archive, where the web UI's page of the run
+	// reads it: the server keeps no command output apart from that.
+	if _, err := c.WriteFile(ctx, held.ID, CheckLog, out.Output); err != nil {
+		log.Warn("save the check's output in its sandbox", "check_job_id", held.ID, "err", err)
+	}
 	return res
 }
 

@@ -64,6 +64,22 @@ export function evalPage(root, run) {
     return exit;
   }
 
+  // checkOutput is the tail of a finished check's output, which drydock
+  // eval saves in the check job's workspace (drydock-eval-check.log).
+  const outputs = new Map();
+  async function checkOutput(check) {
+    if (outputs.has(check.job_id)) return outputs.get(check.job_id);
+    let text = '';
+    try {
+      const resp = await call(`/v1/jobs/${encodeURIComponent(check.job_id)}/files/drydock-eval-check.log`, { signal: ctl.signal, raw: true });
+      text = (await resp.text()).trimEnd().split('\n').slice(-12).join('\n');
+    } catch {
+      // not saved (an older drydock eval) or not archived yet
+    }
+    if (text || ['complete', 'error', 'cancelled'].includes(check.status)) outputs.set(check.job_id, text);
+    return text;
+  }
+
   function verdict(job, check, exit) {
     if (job.status === 'pending' || job.status === 'running') return ['running', 'job running'];
     if (job.status !== 'complete') return ['failed', job.status === 'cancelled' ? 'cancelled' : `job ${job.status}: ${job.error || ''}`];
@@ -102,11 +118,12 @@ export function evalPage(root, run) {
         if (kind === 'passed') t.passed++;
         byTask.set(task, t);
         const link = (id, label) => h('a', { href: `/jobs/${encodeURIComponent(id)}` }, label);
+        const out = kind === 'failed' && check && exit !== null ? await checkOutput(check) : '';
         rows.push(h('tr', { dataset: { id: j.job_id, result: kind } },
           h('td', {}, task), h('td', {}, j.metadata.eval_attempt || ''),
           h('td', {}, link(j.job_id, j.job_id.slice(-12)), ' ', statusPill(j.status)),
           h('td', {}, check ? link(check.job_id, check.job_id.slice(-12)) : '—'),
-          h('td', { class: `eval-${kind}` }, text),
+          h('td', { class: `eval-${kind}` }, text, out ? h('pre', { class: 'eval-output' }, out) : null),
           h('td', { class: 'num' }, String(j.steps)), h('td', { class: 'num' }, tokens(j.usage)),
           h('td', { class: 'num' }, cost(j.usage)), h('td', { class: 'num' }, duration(j.started_at, j.finished_at))));
       }
