@@ -97,7 +97,7 @@ func Execute(ctx context.Context, c *client.Client, s *Suite, opt Options) (*Rep
 	}
 	// One cheap authenticated call first: a wrong URL or token is one clear
 	// error, not a failed schedule for every attempt.
-	if _, err := c.Jobs(ctx, client.ListOptions{Limit: 1, Metadata: map[string]string{MetaRun: opt.RunID}}); err != nil {
+	if _, err := c.Jobs(ctx, client.ListOptions{Limit: 1}); err != nil {
 		return nil, fmt.Errorf("reach the server: %w", err)
 	}
 	rep := &Report{Format: Format, Suite: s.Name, RunID: opt.RunID, Model: opt.Model, Runs: opt.Runs, StartedAt: time.Now().UTC()}
