@@ -41,7 +41,8 @@ type Run struct {
 	WallSeconds float64           `json:"wall_seconds"`
 	Check       *CheckResult      `json:"check,omitempty"`
 
-	model string // the job's, for a report whose model was the server's default
+	model  string // the job's, for a report whose model was the server's default
+	scored bool   // the attempt ran to its verdict (not cut short by an interruption)
 }
 
 // CheckResult is how the task's check ended in the finished workspace.

@@ -118,6 +118,9 @@ func Execute(ctx context.Context, c *client.Client, s *Suite, opt Options) (*Rep
 		wg.Go(func() {
 			for it := range work {
 				r := attempt(ctx, c, s, it.task, it.attempt, opt)
+				if ctx.Err() != nil && !r.scored {
+					continue // cut short by the interruption: no result, not a failure
+				}
 				mu.Lock()
 				runs = append(runs, r)
 				if opt.Progress != nil {
@@ -215,6 +218,7 @@ func attempt(ctx context.Context, c *client.Client, s *Suite, t *Task, n int, op
 		}
 	}
 	r.Passed = r.Reason == ""
+	r.scored = ctx.Err() == nil || r.Check == nil || r.Check.Error == ""
 	log.Info("eval attempt scored", "passed", r.Passed, "reason", r.Reason)
 	return r
 }
