@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/drydockhq/drydock"
 	"github.com/drydockhq/drydock/client"
 )
 
@@ -49,5 +50,28 @@ func TestWaitHeldFallsBackToReadingEvents(t *testing.T) {
 	err := waitHeld(t.Context(), c, "j")
 	if err == nil || !strings.Contains(err.Error(), "ended error before its sandbox was ready: the sandbox image is missing") {
 		t.Errorf("waitHeld of a job that ended: %v", err)
+	}
+}
+
+// Why a job that did not complete failed, from its status and the runner's
+// error messages.
+func TestClassify(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		status drydock.JobStatus
+		err    string
+		want   string
+	}{
+		{drydock.StatusComplete, "", ""},
+		{drydock.StatusCancelled, "cancelled by request", ReasonCancelled},
+		{drydock.StatusError, "the agent used all of its 20 steps without finishing the task (raise max_steps, or split the task)", ReasonBudget},
+		{drydock.StatusError, "job timed out after 10m0s", ReasonTimeout},
+		{drydock.StatusError, "the OpenAI API refused the request (400 Bad Request): no", ReasonError},
+		{drydock.StatusError, "", ReasonError},
+	}
+	for _, c := range cases {
+		if got := classify(&drydock.Job{Status: c.status, Error: c.err}); got != c.want {
+			t.Errorf("%s %q: %q; want %q", c.status, c.err, got, c.want)
+		}
 	}
 }
