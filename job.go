@@ -298,8 +298,11 @@ type Job struct {
 type JobFilter struct {
 	OwnerID string // "" means every owner (admin)
 	Status  []JobStatus
-	Cursor  string
-	Limit   int
+	// Metadata keeps the jobs whose metadata has every one of these
+	// key-value pairs (how drydock eval's runs are found).
+	Metadata map[string]string
+	Cursor   string
+	Limit    int
 }
 
 // JobProgress is what a worker reports while it runs a job.

@@ -92,6 +92,8 @@ func TestLayering(t *testing.T) {
 			"a model provider speaks to a model and knows nothing of sandboxes"},
 		{"client", []string{"api", "runner", "store", "runtime", "agent", "llm"},
 			"the client speaks HTTP to a server and must build without the server's code"},
+		{"eval", []string{"api", "runner", "store", "runtime", "agent", "llm", "pool", "web"},
+			"drydock eval is a client of a running server, as a user's own harness would be"},
 	}
 	for path, p := range pkgs {
 		for _, r := range rules {

@@ -36,6 +36,10 @@ type followUpRequest struct {
 	Secrets  drydock.SecretValues `json:"secrets"`
 	// Interactive overrides the parent's (ask_user).
 	Interactive *bool `json:"interactive"`
+	// Agent "none" holds the parent's finished workspace in a fresh
+	// sandbox for the caller (a check, an inspection) instead of giving
+	// it to an agent; omitted, the follow-up has the server's agent.
+	Agent *string `json:"agent"`
 	// Repo and Task are refused with a message rather than as unknown
 	// fields: a follow-up's workspace and task are the parent's archive
 	// and the message.
@@ -44,7 +48,7 @@ type followUpRequest struct {
 }
 
 var followUpBody = bodyHelp{
-	fields:  "text, and for a follow-up of a finished job: model, max_steps, timeout, profile, metadata, context_budget, egress, secrets, interactive",
+	fields:  "text, and for a follow-up of a finished job: model, max_steps, timeout, profile, metadata, context_budget, egress, secrets, interactive, agent",
 	example: `{"text": "..."}`,
 }
 
@@ -182,8 +186,16 @@ func (req *followUpRequest) spec(parent *drydock.Job, inherited drydock.SecretVa
 	if req.Budget != nil {
 		spec.ContextBudget = *req.Budget
 	}
+	// A held job takes no follow-up (handleMessages), so the parent always
+	// had an agent; the follow-up has one too unless it asks for none.
+	spec.Agent = ""
+	if req.Agent != nil {
+		spec.Agent = *req.Agent
+	}
 	if req.Interactive != nil {
 		spec.Interactive = *req.Interactive
+	} else if spec.Agent == drydock.AgentNone {
+		spec.Interactive = false // nobody would be asked: the parent's ask_user does not carry over
 	}
 	if req.Egress != nil {
 		spec.Egress = *req.Egress

@@ -566,3 +566,42 @@ func TestFollowUpsListOnlyTheCallersJobs(t *testing.T) {
 		}
 	}
 }
+
+// A follow-up with "agent": "none" holds the parent's finished workspace
+// in a fresh sandbox for its caller (what drydock eval runs a task's check
+// in): it starts from a copy of the parent's archive like any follow-up,
+// and the parent's ask_user does not carry over to a job nobody asks from.
+func TestFollowUpHeldForTheCaller(t *testing.T) {
+	t.Parallel()
+	b := setup(t, false)
+	parent, archive := b.finishedJob(t, b.alice, `{"task": "fix the test", "interactive": true, "metadata": {"eval_run": "r1"}}`,
+		map[string]string{"app.py": "fixed\n"}, drydock.StatusComplete)
+
+	held, _ := b.followUp(t, b.alice, parent.ID, `{"text": "check: pytest -q", "agent": "none", "egress": [], "timeout": "10m"}`)
+	if held.Agent != drydock.AgentNone || held.Interactive || held.ParentJobID != parent.ID || held.Metadata["eval_run"] != "r1" {
+		t.Fatalf("held follow-up = %+v; want agent none, not interactive, the parent's metadata", held)
+	}
+	stored, err := b.store.GetJob(t.Context(), held.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := b.artifacts.Get(t.Context(), stored.InputKey)
+	if err != nil {
+		t.Fatalf("the held follow-up's input %q: %v", stored.InputKey, err)
+	}
+	got, _ := io.ReadAll(rc)
+	rc.Close()
+	if !bytes.Equal(got, archive) {
+		t.Error("the held follow-up does not start from a copy of the parent's archive")
+	}
+	// Without "agent" a follow-up has the server's agent, as before.
+	if child, _ := b.followUp(t, b.alice, parent.ID, `{"text": "go on"}`); child.Agent != "" || !child.Interactive {
+		t.Errorf("follow-up without agent = agent %q, interactive %v; want the server's agent and the parent's interactive", child.Agent, child.Interactive)
+	}
+	for _, body := range []string{`{"text": "x", "agent": "claude"}`, `{"text": "x", "agent": "none", "interactive": true}`} {
+		resp, data := b.do(t, "POST", "/v1/jobs/"+parent.ID+"/messages", b.alice, body)
+		if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(data), "agent") {
+			t.Errorf("%s: %d %s; want 400 naming agent", body, resp.StatusCode, data)
+		}
+	}
+}

@@ -239,12 +239,13 @@ type JobPage struct {
 func (s *Server) handleList(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	for k := range q {
-		if k != "status" && k != "limit" && k != "cursor" {
-			s.writeError(w, r, drydock.Errorf(drydock.EINVALID, "unknown query parameter %q; accepted: status, limit, cursor", k))
+		if k != "status" && k != "limit" && k != "cursor" && k != "metadata" {
+			s.writeError(w, r, drydock.Errorf(drydock.EINVALID, "unknown query parameter %q; accepted: status, limit, cursor, metadata", k))
 			return
 		}
 	}
 	f := drydock.JobFilter{Cursor: q.Get("cursor"), Limit: 50}
+	var err error
 	p := principalFrom(r.Context())
 	if !p.Admin {
 		f.OwnerID = p.ID
@@ -261,6 +262,10 @@ func (s *Server) handleList(w http.ResponseWriter, r *http.Request) {
 			}
 			f.Status = append(f.Status, drydock.JobStatus(st))
 		}
+	}
+	if f.Metadata, err = metadataFilter(q["metadata"]); err != nil {
+		s.writeError(w, r, err)
+		return
 	}
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
@@ -282,6 +287,32 @@ func (s *Server) handleList(w http.ResponseWriter, r *http.Request) {
 		jobs = []*drydock.Job{}
 	}
 	writeJSON(w, http.StatusOK, JobPage{Jobs: jobs, NextCursor: next})
+}
+
+// metadataFilter reads the list's metadata=KEY=VALUE parameters: every
+// pair must be in a job's metadata for it to be listed.
+func metadataFilter(params []string) (map[string]string, error) {
+	if len(params) == 0 {
+		return nil, nil
+	}
+	if len(params) > drydock.MaxMetadataKeys {
+		return nil, drydock.Errorf(drydock.EINVALID, "at most %d metadata filters", drydock.MaxMetadataKeys)
+	}
+	m := map[string]string{}
+	for _, p := range params {
+		k, v, ok := strings.Cut(p, "=")
+		switch {
+		case !ok || k == "":
+			return nil, drydock.Errorf(drydock.EINVALID, "metadata filter %q: give metadata=KEY=VALUE", p)
+		case len(k) > drydock.MaxMetadataKeyLen || len(v) > drydock.MaxMetadataValLen:
+			return nil, drydock.Errorf(drydock.EINVALID, "metadata filter %q: keys are at most %d bytes, values %d", p, drydock.MaxMetadataKeyLen, drydock.MaxMetadataValLen)
+		}
+		if w, dup := m[k]; dup && w != v {
+			return nil, drydock.Errorf(drydock.EINVALID, "metadata filter gives key %q twice with different values; no job can match", k)
+		}
+		m[k] = v
+	}
+	return m, nil
 }
 
 func (s *Server) handleCancel(w http.ResponseWriter, r *http.Request) {

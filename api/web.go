@@ -89,6 +89,7 @@ func (s *Server) liveRoutes() {
 	page := func(w http.ResponseWriter, r *http.Request) { web.ServePage(w, r, web.IndexPage, s.liveOrigin()) }
 	s.handle("GET /{$}", http.HandlerFunc(page))
 	s.handle("GET /jobs/{id}", http.HandlerFunc(page))
+	s.handle("GET /evals/{run}", http.HandlerFunc(page)) // a drydock eval run's page
 	s.handle("GET /ui/{path...}", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		web.ServeAsset(w, r, r.PathValue("path"))
 	}))

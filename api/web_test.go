@@ -247,7 +247,7 @@ func (lb *liveBundle) link(t testing.TB, token, id, scope string, control bool) 
 func TestUIPagesAndAssets(t *testing.T) {
 	t.Parallel()
 	b := setupLive(t, false, nil)
-	for _, p := range []string{"/", "/jobs/0193aaaa-0000-7000-8000-000000000000"} {
+	for _, p := range []string{"/", "/jobs/0193aaaa-0000-7000-8000-000000000000", "/evals/20261126-030154-ee3e2ce8"} {
 		resp, data := b.get(t, p, "")
 		if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") {
 			t.Fatalf("GET %s: %d %s", p, resp.StatusCode, resp.Header.Get("Content-Type"))

@@ -8,8 +8,10 @@ import (
 	"fmt"
 	"io"
 	"iter"
+	"maps"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -300,8 +302,10 @@ func (c *Client) Cancel(ctx context.Context, id string) (*drydock.Job, error) {
 // (every status, 50 jobs, the first page).
 type ListOptions struct {
 	Status []drydock.JobStatus
-	Limit  int
-	Cursor string
+	// Metadata keeps the jobs whose metadata has every one of these pairs.
+	Metadata map[string]string
+	Limit    int
+	Cursor   string
 }
 
 // JobPage is one page of a job list, newest first. NextCursor is empty on
@@ -320,6 +324,9 @@ func (c *Client) Jobs(ctx context.Context, opts ListOptions) (*JobPage, error) {
 			s[i] = string(st)
 		}
 		q.Set("status", strings.Join(s, ","))
+	}
+	for _, k := range slices.Sorted(maps.Keys(opts.Metadata)) {
+		q.Add("metadata", k+"="+opts.Metadata[k])
 	}
 	if opts.Limit > 0 {
 		q.Set("limit", strconv.Itoa(opts.Limit))

@@ -28,6 +28,10 @@ type FollowUpRequest struct {
 	// after which a follow-up of a job with secrets must give them again,
 	// or a non-nil empty map to go on without.
 	Secrets drydock.SecretValues
+	// Agent drydock.AgentNone holds the parent's finished workspace in a
+	// fresh sandbox for the caller (RunCommand, WriteFile) instead of
+	// giving it to an agent; "" is the server's agent.
+	Agent string
 }
 
 func (r FollowUpRequest) body() map[string]any {
@@ -55,6 +59,9 @@ func (r FollowUpRequest) body() map[string]any {
 	}
 	if r.Secrets != nil {
 		b["secrets"] = r.Secrets
+	}
+	if r.Agent != "" {
+		b["agent"] = r.Agent
 	}
 	return b
 }

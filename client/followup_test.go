@@ -87,4 +87,9 @@ func TestFollowUp(t *testing.T) {
 	if len(got.FollowUps) != 1 || got.FollowUps[0] != child.ID {
 		t.Errorf("the parent's follow-ups %v; want only %s (the lost answer's retry made no second)", got.FollowUps, child.ID)
 	}
+	// A held follow-up: the finished workspace in a sandbox for the caller.
+	held, err := c.FollowUp(t.Context(), parent.ID, client.FollowUpRequest{Text: "check", Agent: drydock.AgentNone, Egress: []string{}})
+	if err != nil || held.Agent != drydock.AgentNone {
+		t.Errorf("held follow-up: %+v %v; want agent none", held, err)
+	}
 }

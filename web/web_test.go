@@ -14,7 +14,7 @@ import (
 func TestAssets(t *testing.T) {
 	t.Parallel()
 	for _, name := range []string{"app.js", "api.js", "job.js", "jobs.js", "files.js", "timeline.js", "desktop.js",
-		"desktop-view.js", "diff.js", "messages.js", "util.js", "style.css", "novnc/core/rfb.js", "novnc/vendor/pako/lib/zlib/inflate.js",
+		"desktop-view.js", "diff.js", "messages.js", "evals.js", "util.js", "style.css", "novnc/core/rfb.js", "novnc/vendor/pako/lib/zlib/inflate.js",
 		"novnc/LICENSE.txt", "novnc/docs/LICENSE.MPL-2.0", "novnc/SOURCE.md"} {
 		if !web.Has(name) {
 			t.Errorf("%s is not embedded", name)

@@ -36,6 +36,7 @@ type cli struct {
 	MCP      MCPCmd      `cmd:"" name:"mcp" help:"Serve the Model Context Protocol on stdio for an MCP client (Claude Code, Cursor, VS Code), as a client of the server at --url."`
 	Token    TokenCmd    `cmd:"" help:"Manage API tokens (works on the server's data directory)."`
 	Image    ImageCmd    `cmd:"" help:"Build sandbox images."`
+	Eval     EvalCmd     `cmd:"" help:"Score a model on a suite of tasks: each task as a job, its check run in the finished workspace (pass@1, pass@N, steps, tokens, cost)."`
 	Replay   ReplayCmd   `cmd:"" help:"Re-run a recorded job's tool calls in a fresh sandbox and compare the results (debugging)."`
 	Bench    BenchCmd    `cmd:"" help:"Measure this machine (see docs/BENCHMARKS.md)."`
 	Version  VersionCmd  `cmd:"" help:"Print the version."`

@@ -251,6 +251,13 @@ func (s *Store) ListJobs(ctx context.Context, f drydock.JobFilter) ([]*drydock.J
 		}
 		where = append(where, "status = ANY("+arg(statuses)+")")
 	}
+	if len(f.Metadata) > 0 {
+		b, err := json.Marshal(f.Metadata)
+		if err != nil {
+			return nil, "", fmt.Errorf("list jobs: encode the metadata filter: %w", err)
+		}
+		where = append(where, "metadata @> "+arg(string(b))+"::jsonb")
+	}
 	if f.Cursor != "" {
 		after, err := decodeCursor(f.Cursor)
 		if err != nil {

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -250,6 +251,11 @@ func (s *Store) ListJobs(ctx context.Context, f drydock.JobFilter) ([]*drydock.J
 			args = append(args, string(st))
 		}
 		where = append(where, "status IN ("+strings.Join(marks, ", ")+")")
+	}
+	for _, k := range slices.Sorted(maps.Keys(f.Metadata)) {
+		// json_each rather than a JSON path: a key needs no quoting.
+		where = append(where, "EXISTS (SELECT 1 FROM json_each(jobs.metadata) WHERE json_each.key = ? AND json_each.value = ?)")
+		args = append(args, k, f.Metadata[k])
 	}
 	if f.Cursor != "" {
 		after, err := decodeCursor(f.Cursor)

@@ -19,6 +19,7 @@ func (s *suite) jobTests() map[string]func(t *testing.T) {
 		"GetMissing":             s.testGetMissing,
 		"ListPagination":         s.testListPagination,
 		"ListStatusFilter":       s.testListStatusFilter,
+		"ListMetadataFilter":     s.testListMetadataFilter,
 		"ListLimits":             s.testListLimits,
 		"ListInvalid":            s.testListInvalid,
 		"SetArtifact":            s.testSetArtifact,
@@ -475,6 +476,43 @@ func (s *suite) testConcurrentCreate(t *testing.T) {
 	for _, id := range ids {
 		if n := len(mustEvents(t, st, id)); n != 1 {
 			t.Fatalf("job %s has %d events; want 1", id, n)
+		}
+	}
+}
+
+// A metadata filter keeps the jobs having every pair given (what drydock
+// eval's runs are listed by), across pages, with the owner's filter; keys
+// and values are matched exactly, quotes and dots included.
+func (s *suite) testListMetadataFilter(t *testing.T) {
+	st := s.newStore(t)
+	mk := func(owner string, meta map[string]string) string {
+		j := newJob(t, owner)
+		j.Metadata = meta
+		mustCreate(t, st, j)
+		return j.ID
+	}
+	a1 := mk("alice", map[string]string{"eval_run": "r1", "eval_task": "a"})
+	mk("alice", map[string]string{"eval_run": "r2", "eval_task": "a"})
+	a3 := mk("alice", map[string]string{"eval_run": "r1", "eval_task": "b", "x": "y"})
+	mk("alice", nil)
+	b1 := mk("bob", map[string]string{"eval_run": "r1"})
+	odd := mk("alice", map[string]string{`we"ird.key`: `va'l"ue`})
+
+	ids, _ := listAll(t, st, drydock.JobFilter{Metadata: map[string]string{"eval_run": "r1"}, Limit: 1})
+	if want := []string{b1, a3, a1}; !slices.Equal(ids, want) {
+		t.Errorf("eval_run r1: %v; want %v", ids, want)
+	}
+	ids, _ = listAll(t, st, drydock.JobFilter{OwnerID: "alice", Metadata: map[string]string{"eval_run": "r1", "eval_task": "b"}})
+	if want := []string{a3}; !slices.Equal(ids, want) {
+		t.Errorf("alice's eval_run r1 task b: %v; want %v", ids, want)
+	}
+	ids, _ = listAll(t, st, drydock.JobFilter{Metadata: map[string]string{`we"ird.key`: `va'l"ue`}})
+	if want := []string{odd}; !slices.Equal(ids, want) {
+		t.Errorf("a key with a quote and a dot: %v; want %v", ids, want)
+	}
+	for _, f := range []map[string]string{{"eval_run": "r"}, {"eval_run": "R1"}, {"missing": ""}} {
+		if ids, _ := listAll(t, st, drydock.JobFilter{Metadata: f}); len(ids) != 0 {
+			t.Errorf("filter %v matched %v; want nothing", f, ids)
 		}
 	}
 }

@@ -1,8 +1,10 @@
 // The UI's entry: token handling and a small router over location.pathname
-// ("/" is the jobs page, "/jobs/{id}" a job's page).
+// ("/" is the jobs page, "/jobs/{id}" a job's page, "/evals/{run}" the
+// page of a drydock eval run).
 import { token, setToken } from './api.js';
 import { jobsPage } from './jobs.js';
 import { jobPage } from './job.js';
+import { evalPage } from './evals.js';
 
 const main = document.getElementById('main');
 let leave = null; // stops the current page's timers and streams
@@ -11,8 +13,10 @@ function route() {
   leave?.();
   leave = null;
   const m = location.pathname.match(/^\/jobs\/([^/]+)\/?$/);
+  const ev = location.pathname.match(/^\/evals\/([^/]+)\/?$/);
   main.replaceChildren();
   if (m) leave = jobPage(main, decodeURIComponent(m[1]), navigate);
+  else if (ev) leave = evalPage(main, decodeURIComponent(ev[1]));
   else leave = jobsPage(main, navigate);
 }
 
@@ -54,7 +58,7 @@ document.addEventListener('click', (e) => {
   if (!a || a.target || a.hasAttribute('download') || e.defaultPrevented || e.button !== 0 ||
       e.metaKey || e.ctrlKey || e.shiftKey || e.altKey) return;
   const url = new URL(a.href, location.href);
-  if (url.origin !== location.origin || !(url.pathname === '/' || /^\/jobs\/[^/]+\/?$/.test(url.pathname))) return;
+  if (url.origin !== location.origin || !(url.pathname === '/' || /^\/(jobs|evals)\/[^/]+\/?$/.test(url.pathname))) return;
   e.preventDefault();
   if (url.pathname === location.pathname && url.hash) {
     location.hash = url.hash;

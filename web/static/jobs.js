@@ -77,7 +77,9 @@ export function jobsPage(root, navigate) {
     const title = firstLine(j.task) || '(no task)';
     return h('tr', { dataset: { id: j.job_id, status: j.status } },
       h('td', { class: 'task-cell' }, h('a', { href: `/jobs/${encodeURIComponent(j.job_id)}` }, title),
-        h('span', { class: 'muted small' }, ` ${j.profile}${j.model ? ' · ' + j.model : ''}${j.parent_job_id ? ' · follow-up' : ''}`)),
+        h('span', { class: 'muted small' }, ` ${j.profile}${j.model ? ' · ' + j.model : ''}${j.parent_job_id ? ' · follow-up' : ''}`),
+        j.metadata?.eval_run ? h('span', { class: 'muted small' }, ' · ',
+          h('a', { class: 'eval-link', href: `/evals/${encodeURIComponent(j.metadata.eval_run)}` }, `eval ${j.metadata.eval_run}`)) : null),
       h('td', {}, statusPill(j.status), j.paused ? h('span', { class: 'pill paused' }, 'paused') : null),
       h('td', { title: new Date(j.created_at).toLocaleString() }, age(j.created_at)),
       h('td', { class: 'num' }, String(j.steps)),

@@ -45,6 +45,7 @@ OPERATIONS: dict[str, Operation] = {
     "openapi": Operation("GET", "/openapi.json", ("openapi",)),
     "webJobs": Operation("GET", "/{$}", ("url",)),
     "webJob": Operation("GET", "/jobs/{id}", ("url",)),
+    "webEvalRun": Operation("GET", "/evals/{run}", ("url",)),
     "webAsset": Operation("GET", "/ui/{path...}", ("url",)),
     "desktopPage": Operation("GET", "/jobs/{id}/desktop", ("url",)),
     "desktopWebSocket": Operation("GET", "/jobs/{id}/desktop/websockify", ("url",)),

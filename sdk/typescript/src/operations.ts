@@ -43,6 +43,7 @@ export const operations = {
   openapi: { method: "GET", path: "/openapi.json", sdk: ["openapi"] },
   webJobs: { method: "GET", path: "/{$}", sdk: ["url"] },
   webJob: { method: "GET", path: "/jobs/{id}", sdk: ["url"] },
+  webEvalRun: { method: "GET", path: "/evals/{run}", sdk: ["url"] },
   webAsset: { method: "GET", path: "/ui/{path...}", sdk: ["url"] },
   desktopPage: { method: "GET", path: "/jobs/{id}/desktop", sdk: ["url"] },
   desktopWebSocket: { method: "GET", path: "/jobs/{id}/desktop/websockify", sdk: ["url"] },

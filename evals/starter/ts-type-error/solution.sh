@@ -1,0 +1,1 @@
+sed -i 's|it.stock <= it.reorderAt)|it.stock <= (it.reorderAt ?? 5))|; s|export function findItem(items: Item\[\], sku: string): Item {|export function findItem(items: Item[], sku: string): Item \| undefined {|; s|it.stock, "0")|it.stock, 0)|' src/inventory.ts
