@@ -487,7 +487,7 @@ export interface paths {
         put?: never;
         /**
          * Run a command in a held sandbox (agent "none")
-         * @description Runs the command with bash in a persistent shell of the running sandbox of a job scheduled with "agent": "none" (the working directory, variables and background jobs persist between calls, as for the agent's bash tool) and answers when it ends or its timeout interrupts it. The output (stdout and stderr interleaved) is capped at 30000 bytes, head and tail kept, the whole output saved in the workspace at output_path; the job's secret values are masked in it. A command while another still runs in the shell is 409. The job's log records each command (a log event of kind caller_command). 409 for a job with an agent, a pending or finished job.
+         * @description Runs the command with bash in a persistent shell of the running sandbox of a job scheduled with "agent": "none" (the working directory, variables and background jobs persist between calls, as for the agent's bash tool) and answers when it ends or its timeout interrupts it. The output (stdout and stderr interleaved) is capped at 30000 bytes, head and tail kept, the whole output saved in the workspace at output_path; the job's secret values are masked in it, and so is credential-shaped text (sk-..., ghp_..., AWS key ids, private keys: [REDACTED]), as in the agent's tool output. A command while another still runs in the shell is 409. The job's log records each command (a log event of kind caller_command). 409 for a job with an agent, a pending or finished job.
          */
         post: operations["runCommand"];
         delete?: never;
@@ -796,7 +796,7 @@ export interface components {
             job_id: string;
             /** @description The command's exit status; -1 when it was killed or timed out. */
             exit_code: number;
-            /** @description stdout and stderr interleaved, secrets masked, at most 30000 bytes (head and tail when cut). */
+            /** @description stdout and stderr interleaved, secrets and credential-shaped text masked, at most 30000 bytes (head and tail when cut). */
             output: string;
             /** @description The output was cut; output_path holds all of it. */
             truncated?: boolean;
