@@ -16,7 +16,8 @@ import (
 
 // ScheduleCmd submits a task and optionally follows or waits for it.
 type ScheduleCmd struct {
-	Task       string            `arg:"" help:"What the agent should do, or - to read it from standard input."`
+	Task       string            `arg:"" optional:"" help:"What the agent should do, or - to read it from standard input (none with --agent none)."`
+	Agent      string            `placeholder:"none" help:"none: no agent; the sandbox is held for you until --timeout or drydock cancel, for drydock exec and drydock put (default: the server's agent)."`
 	Model      string            `help:"Model to use (default: the server's)."`
 	MaxSteps   int               `name:"max-steps" help:"Most agent steps (default: the server's)."`
 	Timeout    time.Duration     `help:"Wall-time limit, e.g. 15m or 2h (default: the server's)."`
@@ -47,8 +48,12 @@ func (c *ScheduleCmd) spec(g *Globals) (drydock.JobSpec, error) {
 		}
 		task = string(b)
 	}
+	if task == "" && c.Agent != drydock.AgentNone {
+		return drydock.JobSpec{}, fmt.Errorf("a task is required: drydock schedule \"what the agent should do\" (or --agent none for a sandbox held for you)")
+	}
 	s := drydock.JobSpec{
 		Task:     task,
+		Agent:    c.Agent,
 		Model:    c.Model,
 		MaxSteps: c.MaxSteps,
 		Timeout:  drydock.Duration(c.Timeout),
@@ -118,8 +123,17 @@ func (c *ScheduleCmd) Run(g *Globals) error {
 				fmt.Fprintf(out, "Desktop: %s\n", safe(j.VNCURL))
 			}
 		},
-		footer: fmt.Sprintf("Status: %s\nFollow: drydock logs %s -f\n", safe(j.StatusURL), cmdWord(j.ID)),
+		footer: scheduleFooter(j),
 	}.report(ctx)
+}
+
+// scheduleFooter tells the person at the terminal what to do next.
+func scheduleFooter(j *drydock.Job) string {
+	if j.Agent == drydock.AgentNone {
+		return fmt.Sprintf("Status: %s\nHeld for you until its timeout or: drydock cancel %s\nRun: drydock exec %s -- COMMAND\nWrite: drydock put %s PATH < FILE\n",
+			safe(j.StatusURL), cmdWord(j.ID), cmdWord(j.ID), cmdWord(j.ID))
+	}
+	return fmt.Sprintf("Status: %s\nFollow: drydock logs %s -f\n", safe(j.StatusURL), cmdWord(j.ID))
 }
 
 // created is a job just created by schedule or follow-up, and how to show
