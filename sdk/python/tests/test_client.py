@@ -27,6 +27,11 @@ def quick(tag: str) -> str:
     return f"[fake:steps=2] [fake:delay=10ms] {tag}"
 
 
+def held_ready(events: list[drydock.types.Event]) -> bool:
+    """Whether the runner said the held sandbox is ready: running comes before that."""
+    return any(e.get("type") == "log" and (e.get("data") or {}).get("kind") == "sandbox_held" for e in events)
+
+
 def hanging(tag: str) -> str:
     """A job that runs until cancelled."""
     return f"[fake:hang] [fake:delay=10ms] {tag}"
@@ -179,7 +184,7 @@ class HeldSandbox(unittest.TestCase):
             jid = created["job_id"]
             self.assertEqual(created["agent"], "none")
             for _ in range(400):
-                if dd.get_job(jid)["status"] == "running":
+                if held_ready(dd.events(jid)["events"]):
                     break
                 time.sleep(0.025)
             r = dd.run_command(jid, "mkdir -p sub && cd sub && echo hello from $(basename $PWD)")
@@ -550,7 +555,7 @@ class Async(unittest.IsolatedAsyncioTestCase):
         async with drydock.AsyncClient(URL, TOKEN) as dd:
             jid = (await dd.schedule({"agent": "none"}))["job_id"]
             for _ in range(400):
-                if (await dd.get_job(jid))["status"] == "running":
+                if held_ready((await dd.events(jid))["events"]):
                     break
                 await asyncio.sleep(0.025)
             w = await dd.write_file(jid, "a/b.txt", b"async\n")

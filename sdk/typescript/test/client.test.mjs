@@ -202,10 +202,11 @@ describe("a running job", live, async () => {
 
 describe("a sandbox held for the caller (agent none)", live, async () => {
   const created = await client.schedule({ agent: "none", timeout: "10m" });
-  const job = await until("the held sandbox to run", async () => {
-    const j = await client.getJob(created.job_id);
-    return j.status === "running" && j;
-  });
+  // Running comes before the sandbox is ready; the runner says when it is.
+  await until("the held sandbox to be ready", async () =>
+    (await client.events(created.job_id)).events.some((e) => e.type === "log" && e.data?.kind === "sandbox_held"),
+  );
+  const job = await client.getJob(created.job_id);
 
   test("the job spec's agent field schedules it without an agent", () => {
     assert.equal(created.agent, "none");
