@@ -13,7 +13,7 @@ import (
 )
 
 // The CLI's held sandbox, end to end against a real server on the local
-// runtime: schedule --agent none, put a file, exec commands in the
+// runtime: schedule --agent none --wait, put a file, exec commands in the
 // persistent shell (the exit status is drydock's), cancel, and the archived
 // workspace holds the file.
 func TestCLIHeldSandbox(t *testing.T) {
@@ -21,18 +21,17 @@ func TestCLIHeldSandbox(t *testing.T) {
 	s := newServer(t)
 	s.start()
 
-	out, stderr, err := s.cli("schedule", "--agent", "none", "--timeout", "10m")
+	// --wait returns once the sandbox is ready, not at the end of the hold.
+	out, stderr, err := s.cli("schedule", "--agent", "none", "--timeout", "10m", "--wait")
 	if err != nil {
-		t.Fatalf("schedule --agent none: %v\n%s", err, stderr)
+		t.Fatalf("schedule --agent none --wait: %v\n%s", err, stderr)
 	}
 	id := strings.TrimSpace(out)
-	if !strings.Contains(stderr, "drydock exec "+id+" -- COMMAND") {
+	if !strings.Contains(stderr, "The sandbox is ready") || !strings.Contains(stderr, "drydock exec "+id+" -- COMMAND") {
 		t.Errorf("schedule's footer does not say how to use the sandbox: %q", stderr)
 	}
-	for deadline := time.Now().Add(30 * time.Second); s.status(id).Status != drydock.StatusRunning; time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the held sandbox is %s after 30s", s.status(id).Status)
-		}
+	if st := s.status(id).Status; st != drydock.StatusRunning {
+		t.Fatalf("the held sandbox is %s after schedule --wait", st)
 	}
 
 	src := filepath.Join(t.TempDir(), "main.py")

@@ -233,3 +233,39 @@ func TestPutWritesAFileFromAFileOrStandardInput(t *testing.T) {
 		t.Errorf("the server got %q", h.writes)
 	}
 }
+
+// schedule --agent none --wait waits until the sandbox is ready (the
+// runner's sandbox_held event), not for the end of the hold, and says so
+// when the job ends before that.
+func TestScheduleAgentNoneWaitsUntilTheSandboxIsReady(t *testing.T) {
+	t.Parallel()
+	srv, newRun := setupFake(t)
+	r := newRun()
+	done := make(chan error, 1)
+	go func() { done <- r.exec("schedule", "--agent", "none", "--wait") }()
+	id := scheduled(t, srv)
+	srv.SetStatus(id, drydock.StatusRunning, "")
+	if r.out.String() != "" {
+		t.Errorf("--wait printed before the sandbox was ready: %q", r.out.String())
+	}
+	srv.Emit(id, drydock.EventLog, map[string]any{"level": "info", "kind": "sandbox_held"})
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if r.out.String() != id+"\n" {
+		t.Errorf("stdout %q; want the job id", r.out.String())
+	}
+	mustContain(t, "stderr", r.err.String(), "The sandbox is ready", "drydock exec "+id+" -- COMMAND")
+	if st := srv.Job(id).Status; st != drydock.StatusRunning {
+		t.Errorf("the job is %s; waiting must leave it held", st)
+	}
+
+	srv, newRun = setupFake(t)
+	r = newRun()
+	go func() { done <- r.exec("schedule", "--agent", "none", "--wait") }()
+	id = scheduled(t, srv)
+	srv.SetStatus(id, drydock.StatusError, "no such image")
+	if err := <-done; err == nil || !strings.Contains(err.Error(), "ended error before its sandbox was ready: no such image") {
+		t.Errorf("a job that failed before it was ready: %v", err)
+	}
+}
