@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+
+	"github.com/drydockhq/drydock/secretbox"
 )
 
 // Redacted replaces a secret in events and errors.
@@ -15,17 +17,9 @@ const Redacted = "[REDACTED]"
 // secretName matches environment variable names whose values are secrets.
 var secretName = regexp.MustCompile(`(?i)(KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|CREDENTIAL|PRIVATE|AUTH)`)
 
-// secretShapes match well-known credential formats wherever they appear.
-var secretShapes = regexp.MustCompile(strings.Join([]string{
-	`sk-[A-Za-z0-9_\-]{16,}`,         // OpenAI, Anthropic (sk-ant-...), many compatible APIs
-	`ddk_[A-Za-z0-9_\-]{16,}`,        // drydock API tokens
-	`AKIA[0-9A-Z]{16}`,               // AWS access key ids
-	`gh[pousr]_[A-Za-z0-9]{30,}`,     // GitHub tokens
-	`github_pat_[A-Za-z0-9_]{30,}`,   // GitHub fine-grained tokens
-	`xox[abposr]-[A-Za-z0-9\-]{10,}`, // Slack tokens
-	`AIza[0-9A-Za-z_\-]{35}`,         // Google API keys
-	`-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----`,
-}, "|"))
+// secretShapes match well-known credential formats wherever they appear;
+// held sandboxes' command output (package api) is masked with the same list.
+var secretShapes = secretbox.CredentialShapes
 
 // minSecret is the shortest value masked by value; shorter ones ("1",
 // "true") would mask ordinary text.

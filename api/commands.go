@@ -135,7 +135,12 @@ func (s *Server) handleCommand(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, sandboxError(job, "run the command", err))
 		return
 	}
-	out := CommandResult{JobID: job.ID, ExitCode: res.ExitCode, Output: secretbox.MaskString(res.Output, values),
+	// Credential-shaped text (an sk-... key, a ghp_... token) is masked too,
+	// declared or not, as in the agent's tool output: a command may print a
+	// key it found in the sandbox, and callers pass output on to logs and
+	// models.
+	output := secretbox.MaskCredentials(secretbox.MaskString(res.Output, values))
+	out := CommandResult{JobID: job.ID, ExitCode: res.ExitCode, Output: output,
 		Truncated: res.Truncated, OutputBytes: res.OutputBytes, TimedOut: res.TimedOut || res.Running, ShellExited: res.ShellExited}
 	if res.Truncated {
 		out.OutputPath = res.OutputPath
@@ -199,6 +204,14 @@ func (s *Server) handleWriteFile(w http.ResponseWriter, r *http.Request) {
 // callerEvent appends a log event about what the caller did in a held
 // sandbox; a failure to record it is logged, not the caller's error.
 func (s *Server) callerEvent(r *http.Request, job *drydock.Job, values []string, data map[string]any) {
+	// Credential shapes are masked in each string before encoding: a
+	// private key's shape spans lines, and across encoded fields it would
+	// swallow the JSON between them.
+	for k, v := range data {
+		if str, ok := v.(string); ok {
+			data[k] = secretbox.MaskCredentials(str)
+		}
+	}
 	ev := drydock.NewEvent(job.ID, drydock.EventLog, data)
 	if len(values) > 0 {
 		ev.Data = []byte(secretbox.MaskString(string(ev.Data), values))

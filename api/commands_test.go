@@ -128,3 +128,38 @@ func TestCommandsNeedAHeldRunningSandbox(t *testing.T) {
 		}
 	}
 }
+
+// Credential-shaped text in a held sandbox's command output is masked,
+// declared as a secret or not, as in the agent's tool output; so is a
+// credential the caller typed into the command, in the job's log.
+func TestHeldSandboxMasksCredentialShapes(t *testing.T) {
+	t.Parallel()
+	b := setupLive(t, false, nil)
+	sb := startToolbox(t, "sb-shapes", t.TempDir(), nil)
+	j := b.runningJob(t, b.alice, `{"agent": "none"}`, sb)
+	const openai, github = "sk-proj-abcdefghijklmnopqrstuvwxyz012345", "ghp_abcdefghijklmnopqrstuvwxyz0123456789"
+	body, _ := json.Marshal(map[string]string{"command": "echo key=" + openai + "; echo token " + github + "; echo done"})
+	resp, data := b.send(t, "POST", "/v1/jobs/"+j.ID+"/commands", b.alice, string(body))
+	var res api.CommandResult
+	if resp.StatusCode != 200 || json.Unmarshal(data, &res) != nil {
+		t.Fatalf("command: %d %s", resp.StatusCode, data)
+	}
+	if strings.Contains(res.Output, openai) || strings.Contains(res.Output, github) {
+		t.Errorf("a credential-shaped string came back: %q", res.Output)
+	}
+	if want := "key=[REDACTED]\ntoken [REDACTED]\ndone\n"; res.Output != want {
+		t.Errorf("output %q; want %q", res.Output, want)
+	}
+	evs, err := b.store.ListEvents(t.Context(), j.ID, 0, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range evs {
+		if s := string(e.Data); strings.Contains(s, openai) || strings.Contains(s, github) {
+			t.Errorf("the job's log holds a credential: %s", s)
+		}
+		if !json.Valid(e.Data) {
+			t.Errorf("an event is not valid JSON after masking: %s", e.Data)
+		}
+	}
+}

@@ -288,6 +288,11 @@ func TestHeldSandboxThroughMCP(t *testing.T) {
 	if !strings.Contains(txt, "exit code 0") || !strings.Contains(txt, "42") {
 		t.Errorf("run_command: %q", txt)
 	}
+	// Credential-shaped output is masked, as in an agent's tool output.
+	const key = "sk-ant-api03-abcdefghijklmnopqrstuvwxyz"
+	if txt := b.ok(t, "run_command", id, map[string]any{"job_id": id, "command": "echo ANTHROPIC_API_KEY=" + key}); strings.Contains(txt, key) || !strings.Contains(txt, "ANTHROPIC_API_KEY=[REDACTED]") {
+		t.Errorf("run_command printing a key: %q; want it masked", txt)
+	}
 	if txt, isErr := b.call(t, "run_command", map[string]any{"job_id": id, "command": "exit 7"}); !isErr || !strings.Contains(txt, "exit code 7") {
 		t.Errorf("a failing command: error=%v %q; want an error result with the exit code", isErr, txt)
 	}

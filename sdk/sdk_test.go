@@ -153,7 +153,9 @@ func startServer(t *testing.T) *server {
 	ln.Close()
 	var logs bytes.Buffer
 	var mu sync.Mutex
-	srv := exec.Command(bin, "server", "--listen", addr, "--data-dir", data, "--runtime", "local", "--agent", "fake",
+	// Each suite keeps a hanging job and a held sandbox running while its
+	// other tests schedule more: two slots (the default) would starve them.
+	srv := exec.Command(bin, "server", "--listen", addr, "--data-dir", data, "--runtime", "local", "--agent", "fake", "--max-concurrent", "6",
 		"--node-id", fmt.Sprintf("sdk-%d-%s", os.Getpid(), strings.ReplaceAll(t.Name(), "/", "-")))
 	srv.Env = env
 	srv.Stdout, srv.Stderr = lockedWriter{&mu, &logs}, lockedWriter{&mu, &logs}

@@ -30,6 +30,8 @@ type clientCLI struct {
 	Egress   EgressCmd   `cmd:""`
 	Jobs     JobsCmd     `cmd:""`
 	MCP      MCPCmd      `cmd:"" name:"mcp"`
+	Exec     ExecCmd     `cmd:""`
+	Put      PutCmd      `cmd:""`
 }
 
 // syncBuffer is a bytes.Buffer that a command may write while the test reads.

@@ -4,6 +4,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -33,6 +34,8 @@ type cli struct {
 	Resume   ResumeCmd   `cmd:"" help:"Resume a paused job."`
 	Egress   EgressCmd   `cmd:"" help:"Show or change what a job's sandbox may reach on the network."`
 	Jobs     JobsCmd     `cmd:"" help:"List jobs."`
+	Exec     ExecCmd     `cmd:"" help:"Run a command in a sandbox held for you (a job scheduled with --agent none); exits with the command's status."`
+	Put      PutCmd      `cmd:"" help:"Write a file into a sandbox held for you (a job scheduled with --agent none) from a local file or standard input."`
 	MCP      MCPCmd      `cmd:"" name:"mcp" help:"Serve the Model Context Protocol on stdio for an MCP client (Claude Code, Cursor, VS Code), as a client of the server at --url."`
 	Token    TokenCmd    `cmd:"" help:"Manage API tokens (works on the server's data directory)."`
 	Image    ImageCmd    `cmd:"" help:"Build sandbox images."`
@@ -72,6 +75,11 @@ func main() {
 		kong.Vars{"data_dir": defaultDataDir()},
 	)
 	if err := ctx.Run(&c.Globals); err != nil {
+		// drydock exec ends with its command's status, which said its piece.
+		var st exitStatus
+		if errors.As(err, &st) {
+			os.Exit(int(st))
+		}
 		printError(os.Stderr, err)
 		os.Exit(1)
 	}

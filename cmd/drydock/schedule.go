@@ -16,7 +16,8 @@ import (
 
 // ScheduleCmd submits a task and optionally follows or waits for it.
 type ScheduleCmd struct {
-	Task       string            `arg:"" help:"What the agent should do, or - to read it from standard input."`
+	Task       string            `arg:"" optional:"" help:"What the agent should do, or - to read it from standard input (none with --agent none)."`
+	Agent      string            `placeholder:"none" help:"none: no agent; the sandbox is held for you until --timeout or drydock cancel, for drydock exec and drydock put (default: the server's agent)."`
 	Model      string            `help:"Model to use (default: the server's)."`
 	MaxSteps   int               `name:"max-steps" help:"Most agent steps (default: the server's)."`
 	Timeout    time.Duration     `help:"Wall-time limit, e.g. 15m or 2h (default: the server's)."`
@@ -28,7 +29,7 @@ type ScheduleCmd struct {
 	Secrets    SecretFlags       `embed:""`
 	Repo       RepoFlags         `embed:""`
 	Follow     bool              `short:"f" xor:"mode" help:"Show progress live until the job ends; exit 1 if it fails or is cancelled. Ctrl-C stops following, not the job."`
-	Wait       bool              `xor:"mode" help:"Wait silently until the job ends and print its final status; exit 1 if it fails or is cancelled."`
+	Wait       bool              `xor:"mode" help:"Wait silently until the job ends and print its final status; exit 1 if it fails or is cancelled. With --agent none: wait until the sandbox is ready, then print the job id."`
 	JSON       bool              `name:"json" help:"Print JSON (with --follow: one line per event, between the job as scheduled and as finished)."`
 	Workspace  string            `placeholder:"DIR|FILE" help:"Start the job from these files: a directory is packed as it is sent (tar.gz; what its .gitignore files name and .git are left out), a FILE (tar, tar.gz or zip) is sent as it is."`
 	IncludeGit bool              `name:"include-git" help:"With a --workspace directory, pack its .git directory too (the history, for an agent that should use git)."`
@@ -47,8 +48,12 @@ func (c *ScheduleCmd) spec(g *Globals) (drydock.JobSpec, error) {
 		}
 		task = string(b)
 	}
+	if task == "" && c.Agent != drydock.AgentNone {
+		return drydock.JobSpec{}, fmt.Errorf("a task is required: drydock schedule \"what the agent should do\" (or --agent none for a sandbox held for you)")
+	}
 	s := drydock.JobSpec{
 		Task:     task,
+		Agent:    c.Agent,
 		Model:    c.Model,
 		MaxSteps: c.MaxSteps,
 		Timeout:  drydock.Duration(c.Timeout),
@@ -118,8 +123,17 @@ func (c *ScheduleCmd) Run(g *Globals) error {
 				fmt.Fprintf(out, "Desktop: %s\n", safe(j.VNCURL))
 			}
 		},
-		footer: fmt.Sprintf("Status: %s\nFollow: drydock logs %s -f\n", safe(j.StatusURL), cmdWord(j.ID)),
+		footer: scheduleFooter(j),
 	}.report(ctx)
+}
+
+// scheduleFooter tells the person at the terminal what to do next.
+func scheduleFooter(j *drydock.Job) string {
+	if j.Agent == drydock.AgentNone {
+		return fmt.Sprintf("Status: %s\nHeld for you until its timeout or: drydock cancel %s\nRun: drydock exec %s -- COMMAND\nWrite: drydock put %s PATH < FILE\n",
+			safe(j.StatusURL), cmdWord(j.ID), cmdWord(j.ID), cmdWord(j.ID))
+	}
+	return fmt.Sprintf("Status: %s\nFollow: drydock logs %s -f\n", safe(j.StatusURL), cmdWord(j.ID))
 }
 
 // created is a job just created by schedule or follow-up, and how to show
@@ -162,6 +176,10 @@ func (c created) report(ctx context.Context) error {
 			return err
 		}
 		return failed(final)
+	case c.wait && j.Agent == drydock.AgentNone:
+		// A held sandbox ends only at its timeout: waiting for its end would
+		// wait for the whole hold, so --wait waits until it is ready.
+		return c.waitHeld(ctx)
 	case c.wait:
 		final, err := cl.Wait(ctx, j.ID)
 		if err != nil {
@@ -186,6 +204,50 @@ func (c created) report(ctx context.Context) error {
 	}
 	fmt.Fprintln(out, safe(j.ID))
 	fmt.Fprint(errw, c.footer)
+	return nil
+}
+
+// errHeldReady stops the event stream once the held sandbox is ready.
+var errHeldReady = errors.New("held sandbox ready")
+
+// waitHeld waits until the runner says the held sandbox is ready (its
+// sandbox_held event): before that, commands and writes are refused with
+// 503 "still creating its sandbox".
+func (c created) waitHeld(ctx context.Context) error {
+	g, cl, j := c.g, c.cl, c.job
+	err := cl.StreamEvents(ctx, j.ID, 0, func(e *drydock.Event) error {
+		if e.Type == drydock.EventLog && strings.Contains(string(e.Data), `"kind":"sandbox_held"`) {
+			return errHeldReady
+		}
+		return nil
+	})
+	switch {
+	case errors.Is(err, errHeldReady):
+	case c.interrupted():
+		fmt.Fprintf(g.errw(), "\nStopped waiting; job %s keeps preparing its sandbox. Check it with: drydock status %s\n", safe(j.ID), cmdWord(j.ID))
+		return nil
+	case err != nil:
+		return g.explain(err, j.ID)
+	default:
+		// The stream ended with the job: it never became ready.
+		final, err := cl.Job(ctx, j.ID)
+		if err != nil {
+			return g.explain(err, j.ID)
+		}
+		if final.Error != "" {
+			return fmt.Errorf("job %s ended %s before its sandbox was ready: %s", safe(j.ID), final.Status, safe(final.Error))
+		}
+		return fmt.Errorf("job %s ended %s before its sandbox was ready", safe(j.ID), final.Status)
+	}
+	if c.json {
+		ready, err := cl.Job(ctx, j.ID)
+		if err != nil {
+			return g.explain(err, j.ID)
+		}
+		return writeJSON(g.out(), ready)
+	}
+	fmt.Fprintln(g.out(), safe(j.ID))
+	fmt.Fprint(g.errw(), "The sandbox is ready.\n"+c.footer)
 	return nil
 }
 

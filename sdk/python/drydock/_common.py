@@ -21,6 +21,10 @@ DEFAULT_RETRIES = 5
 MAX_IDEMPOTENCY_KEY = 255
 MAX_MESSAGE_BYTES = 64 << 10
 MAX_DIFF_BYTES = 9 << 20
+MAX_COMMAND_BYTES = 64 << 10
+# The server interrupts a held sandbox's command after at most 30 minutes;
+# its answer may take that long.
+COMMAND_READ_TIMEOUT = 31 * 60.0
 # Bounds how much of an error answer is read, so a misbehaving proxy cannot
 # make the client buffer a huge page.
 MAX_ERROR_BODY = 64 << 10
@@ -125,6 +129,42 @@ def check_message(text: str) -> None:
         raise DrydockError(f"text is {n} bytes; the limit is {MAX_MESSAGE_BYTES}")
     if "\x00" in text:
         raise DrydockError("text must be valid UTF-8 without NUL bytes")
+
+
+def command_body(command: str, timeout: str | float | None) -> dict[str, Any]:
+    if not isinstance(command, str) or not command.strip():
+        raise DrydockError("command is required and must not be blank")
+    if "\x00" in command:
+        raise DrydockError("command must not contain NUL bytes")
+    n = len(command.encode("utf-8", "surrogatepass"))
+    if n > MAX_COMMAND_BYTES:
+        raise DrydockError(f"command is {n} bytes; the limit is {MAX_COMMAND_BYTES}")
+    body: dict[str, Any] = {"command": command}
+    if timeout is not None:
+        body["timeout"] = timeout
+    return body
+
+
+def write_path(path: str) -> str:
+    """A path for PUT /v1/jobs/{id}/files/{path}, checked here: httpx would
+    resolve '..' itself and send another path than the caller asked for."""
+    p = clean_path(path)
+    if not p:
+        raise DrydockError("a file path is required")
+    if ".." in p.split("/"):
+        raise DrydockError(f"{path}: a workspace path must not contain '..'")
+    return p
+
+
+def file_text(path: str, content: str | bytes) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, (bytes, bytearray, memoryview)):
+        try:
+            return bytes(content).decode("utf-8")
+        except UnicodeDecodeError:
+            raise DrydockError(f"{path}: the content is not valid UTF-8; the API writes text files only") from None
+    raise DrydockError("content must be str or bytes")
 
 
 def backoff(attempt: int, lo: float, hi: float) -> float:

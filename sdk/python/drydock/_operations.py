@@ -3,8 +3,9 @@
 Each entry gives the method and the path as the document writes them, and
 the client methods that send it ("url" marks pages and proxies meant for a
 browser or another client: Client.url builds their address and
-Client.request sends anything to them). The clients build every request
-from this table, and sdk/sdk_test.go checks it against the document, so a
+Client.request sends anything to them; "mcp" is the Model Context Protocol
+endpoint, for an MCP client: url("mcp") is its address). The clients build
+every request from this table, and sdk/sdk_test.go checks it against the document, so a
 route the server gains and the SDK lacks fails the test.
 """
 
@@ -33,6 +34,8 @@ OPERATIONS: dict[str, Operation] = {
     "downloadZip": Operation("GET", "/v1/jobs/{id}/artifact.zip", ("download",)),
     "getDiff": Operation("GET", "/v1/jobs/{id}/diff", ("diff",)),
     "workspaceFile": Operation("GET", "/v1/jobs/{id}/files/{path...}", ("list_files", "read_file", "read_text")),
+    "writeFile": Operation("PUT", "/v1/jobs/{id}/files/{path...}", ("write_file",)),
+    "runCommand": Operation("POST", "/v1/jobs/{id}/commands", ("run_command",)),
     "sendMessage": Operation("POST", "/v1/jobs/{id}/messages", ("send_message", "follow_up")),
     "pauseJob": Operation("POST", "/v1/jobs/{id}/pause", ("pause",)),
     "resumeJob": Operation("POST", "/v1/jobs/{id}/resume", ("resume",)),
@@ -43,6 +46,7 @@ OPERATIONS: dict[str, Operation] = {
     "readyz": Operation("GET", "/readyz", ("readyz",)),
     "metrics": Operation("GET", "/metrics", ("metrics",)),
     "openapi": Operation("GET", "/openapi.json", ("openapi",)),
+    "mcp": Operation("POST", "/mcp", ("url",)),
     "webJobs": Operation("GET", "/{$}", ("url",)),
     "webJob": Operation("GET", "/jobs/{id}", ("url",)),
     "webEvalRun": Operation("GET", "/evals/{run}", ("url",)),

@@ -5,10 +5,27 @@ from __future__ import annotations
 
 from typing import Any, Literal, Required, TypedDict
 
-__all__ = ["CreateJob", "Error", "ErrorError", "Event", "EventPage", "ExportTrajectoryResponse", "FileInfo", "FollowUpRequest", "Job", "JobPage", "JobUsage", "Link", "LinkRequest", "Listing", "MessageRequest", "Repo", "RepoPush", "SetJobEgressRequest"]
+__all__ = ["CommandRequest", "CommandResult", "CreateJob", "EgressRequest", "Error", "ErrorError", "Event", "EventPage", "FileInfo", "FollowUpRequest", "Job", "JobPage", "JobUsage", "Link", "LinkRequest", "Listing", "MessageRequest", "Repo", "RepoPush", "Trajectory", "WriteFileRequest", "WrittenFile"]
+
+
+class CommandRequest(TypedDict, total=False):
+    command: Required[str]
+    timeout: Duration
+
+
+class CommandResult(TypedDict, total=False):
+    exit_code: Required[int]
+    job_id: Required[str]
+    output: Required[str]
+    output_bytes: Required[int]
+    output_path: str
+    shell_exited: bool
+    timed_out: bool
+    truncated: bool
 
 
 class CreateJob(TypedDict, total=False):
+    agent: Literal["none"]
     context_budget: int
     egress: list[str]
     interactive: bool
@@ -20,7 +37,14 @@ class CreateJob(TypedDict, total=False):
     repo: Repo
     secrets: dict[str, str]
     task: str
-    timeout: str | float
+    timeout: Duration
+
+
+Duration = str | float
+
+
+class EgressRequest(TypedDict, total=False):
+    egress: Required[list[str]]
 
 
 class Error(TypedDict, total=False):
@@ -61,10 +85,11 @@ class FollowUpRequest(TypedDict, total=False):
     profile: Literal["headless", "desktop"]
     secrets: dict[str, str]
     text: Required[str]
-    timeout: str | int
+    timeout: Duration
 
 
 class Job(TypedDict, total=False):
+    agent: Literal["none"]
     context_budget: int
     control_holder: str
     created_at: Required[str]
@@ -142,14 +167,22 @@ class Repo(TypedDict, total=False):
     url: Required[str]
 
 
-class ExportTrajectoryResponse(TypedDict, total=False):
-    events: list[Event]
-    format: str
-    job: Job
+class Trajectory(TypedDict, total=False):
+    "A job with its whole event log (format drydock.trajectory/v1): what GET /v1/jobs/{id}/trajectory sends and drydock replay reads."
+
+    events: Required[list[Event]]
+    format: Required[Literal["drydock.trajectory/v1"]]
+    job: Required[Job]
 
 
-class SetJobEgressRequest(TypedDict, total=False):
-    egress: Required[list[str]]
+class WriteFileRequest(TypedDict, total=False):
+    text: Required[str]
+
+
+class WrittenFile(TypedDict, total=False):
+    job_id: Required[str]
+    path: Required[str]
+    size: Required[int]
 
 
 class ErrorError(TypedDict, total=False):

@@ -14,7 +14,7 @@ import httpx
 from . import _common as c
 from ._common import Diff, MessageResult
 from ._operations import OPERATIONS
-from ._schema import CreateJob, Event, EventPage, ExportTrajectoryResponse, Job, JobPage, Link, Listing, SetJobEgressRequest
+from ._schema import CommandResult, CreateJob, Duration, EgressRequest, Event, EventPage, Job, JobPage, Link, Listing, Trajectory, WrittenFile
 from .client import _retryable
 from .errors import ApiError, ConnectError, DrydockError, ScheduleError
 
@@ -52,6 +52,7 @@ class AsyncClient:
         # The server pings every 15 s; three missed pings mean a dead
         # connection that TCP alone may take minutes to notice.
         self._stream_timeout = httpx.Timeout(timeout, connect=10.0, read=stream_idle)
+        self._command_timeout = httpx.Timeout(timeout, connect=10.0, read=c.COMMAND_READ_TIMEOUT)
         headers = {"User-Agent": user_agent}
         if token:
             headers["Authorization"] = "Bearer " + token
@@ -74,13 +75,15 @@ class AsyncClient:
         return c.build_url(self.base_url, op, path, query)
 
     async def _send(self, op: str, *, path: Mapping[str, str] | None = None, query: Mapping[str, Any] | None = None,
-              headers: Mapping[str, str] | None = None, stream_idle: bool = False, **body: Any) -> httpx.Response:
+              headers: Mapping[str, str] | None = None, stream_idle: bool = False, slow: bool = False,
+              **body: Any) -> httpx.Response:
         """Sends a request and returns its answer with the body not read yet:
         the caller reads (or bounds) it and closes the answer."""
         h = {"Accept": "application/json"}
         h.update(headers or {})
         req = self._http.build_request(OPERATIONS[op].method, self.url(op, path, query), headers=h,
-                                       timeout=self._stream_timeout if stream_idle else httpx.USE_CLIENT_DEFAULT, **body)
+                                       timeout=self._stream_timeout if stream_idle else
+                                       self._command_timeout if slow else httpx.USE_CLIENT_DEFAULT, **body)
         try:
             return await self._http.send(req, stream=True)
         except httpx.TransportError as e:
@@ -236,7 +239,7 @@ class AsyncClient:
 
     async def set_egress(self, job_id: str, egress: Sequence[str]) -> Job:
         """Replaces the egress allowlist of a pending or running job; [] denies everything."""
-        body: SetJobEgressRequest = {"egress": list(egress or [])}
+        body: EgressRequest = {"egress": list(egress or [])}
         return cast(Job, await self._json("setJobEgress", path={"id": job_id}, json=body))
 
     # Events.
@@ -412,6 +415,31 @@ class AsyncClient:
             await resp.aclose()
         return Diff(body.decode("utf-8", "replace"), resp.headers.get("drydock-diff-truncated") == "true")
 
+    # A sandbox held for the caller (a job scheduled with agent="none").
+
+    async def run_command(self, job_id: str, command: str, *, timeout: Duration | None = None) -> CommandResult:
+        """Runs a command with bash in the sandbox a job scheduled with
+        agent="none" holds for its caller, and returns when it ends or its
+        timeout (a duration such as "90s" or seconds; default 2m, at most
+        30m) interrupts it. The shell persists between calls (working
+        directory, variables, background jobs). output is stdout and stderr
+        interleaved, masked for the job's secrets and credential-shaped text,
+        cut at 30000 bytes (output_path holds all of it). A nonzero exit_code
+        is a result, not an error; ApiError conflict when the job has an
+        agent, is not running, or another command still runs. Never retried:
+        a command may not be safe to run twice."""
+        body = c.command_body(command, timeout)
+        return cast(CommandResult, await self._json("runCommand", path={"id": job_id}, json=body, slow=True))
+
+    async def write_file(self, job_id: str, path: str, content: str | bytes) -> WrittenFile:
+        """Creates or replaces a file (and its missing parent directories) in
+        the sandbox a job scheduled with agent="none" holds, path relative to
+        the workspace root. The content is text, sent as UTF-8 (bytes must be
+        valid UTF-8); the server's body limit (1 MiB by default) bounds it."""
+        p = c.write_path(path)
+        text = c.file_text(path, content)
+        return cast(WrittenFile, await self._json("writeFile", path={"id": job_id, "path": p}, json={"text": text}))
+
     # Steering and live views.
 
     async def send_message(self, job_id: str, text: str) -> MessageResult:
@@ -432,9 +460,9 @@ class AsyncClient:
         """A signed link to the job's Jupyter server (view-only unless control)."""
         return cast(Link, await self._json("jupyterLink", path={"id": job_id}, json={"control": control}))
 
-    async def trajectory(self, job_id: str) -> ExportTrajectoryResponse:
+    async def trajectory(self, job_id: str) -> Trajectory:
         """The job with its whole event log (format drydock.trajectory/v1), the input of `drydock replay`."""
-        return cast(ExportTrajectoryResponse, await self._json("exportTrajectory", path={"id": job_id}))
+        return cast(Trajectory, await self._json("exportTrajectory", path={"id": job_id}))
 
     # The server.
 

@@ -12,7 +12,7 @@ import tempfile
 import time
 import unittest
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import httpx
 
@@ -25,6 +25,11 @@ TOKEN = os.environ.get("DRYDOCK_TOKEN")
 def quick(tag: str) -> str:
     """A job that writes notes/ and SUMMARY.md in two quick steps."""
     return f"[fake:steps=2] [fake:delay=10ms] {tag}"
+
+
+def held_ready(events: list[drydock.types.Event]) -> bool:
+    """Whether the runner said the held sandbox is ready: running comes before that."""
+    return any(e.get("type") == "log" and (e.get("data") or {}).get("kind") == "sandbox_held" for e in events)
 
 
 def hanging(tag: str) -> str:
@@ -167,6 +172,52 @@ class RunningJob(unittest.TestCase):
             types = [e.get("type") for e in dd.stream_events(jid)]
             self.assertIn("user_message", types)
             self.assertEqual(dd.get_job(jid)["status"], "cancelled")
+
+
+@unittest.skipUnless(URL, "DRYDOCK_URL is not set")
+class HeldSandbox(unittest.TestCase):
+    """A job scheduled with agent="none": the sandbox is held for the caller."""
+
+    def test_commands_and_files_in_a_held_sandbox(self) -> None:
+        with drydock.Client(URL, TOKEN) as dd:
+            created = dd.schedule(agent="none", timeout="10m")
+            jid = created["job_id"]
+            self.assertEqual(created["agent"], "none")
+            for _ in range(400):
+                if held_ready(dd.events(jid)["events"]):
+                    break
+                time.sleep(0.025)
+            r = dd.run_command(jid, "mkdir -p sub && cd sub && echo hello from $(basename $PWD)")
+            self.assertEqual((r["exit_code"], r["output"], r["job_id"]), (0, "hello from sub\n", jid))
+            r = dd.run_command(jid, "basename $PWD; (exit 3)", timeout=30)  # the shell persists
+            self.assertEqual((r["exit_code"], r["output"]), (3, "sub\n"))
+            self.assertFalse(r.get("timed_out", False))
+            w = dd.write_file(jid, "/notes/held.txt", "written by the SDK\n")
+            self.assertEqual((w["path"], w["size"]), ("notes/held.txt", 19))
+            self.assertEqual(dd.write_file(jid, "notes/bytes.txt", "caf\u00e9".encode())["size"], 5)
+            self.assertEqual(dd.read_text(jid, "notes/held.txt"), "written by the SDK\n")
+            self.assertIn("written by the SDK", dd.run_command(jid, "cat ../notes/held.txt")["output"])
+            refused: list[Callable[[], object]] = [
+                lambda: dd.run_command(jid, "  "), lambda: dd.run_command(jid, "echo a\x00b"),
+                lambda: dd.write_file(jid, "", "x"), lambda: dd.write_file(jid, "notes/../../x", "x"),
+                lambda: dd.write_file(jid, "bad.bin", b"\xff\xfe")]
+            for bad in refused:  # before anything is sent
+                with self.assertRaises(drydock.DrydockError) as cm:
+                    bad()
+                self.assertNotIsInstance(cm.exception, drydock.ApiError)
+            with self.assertRaises(drydock.ApiError) as api:
+                dd.send_message(jid, "hello")
+            self.assertEqual(api.exception.status, 409)
+            dd.cancel(jid)
+            self.assertEqual(dd.wait(jid)["status"], "cancelled")
+            with self.assertRaises(drydock.ApiError) as api:
+                dd.run_command(jid, "true")
+            self.assertEqual(api.exception.status, 409)
+            for _ in range(400):
+                if dd.get_job(jid).get("download_url"):
+                    break
+                time.sleep(0.025)
+            self.assertEqual(dd.read_text(jid, "notes/held.txt"), "written by the SDK\n")
 
 
 class _LosesFirstAnswer(httpx.BaseTransport):
@@ -499,6 +550,20 @@ class Async(unittest.IsolatedAsyncioTestCase):
                 await down.schedule(task=quick("never"))
             self.assertEqual(cm.exception.attempts, 2)
 
+
+    async def test_the_async_client_runs_commands_and_writes_files_in_a_held_sandbox(self) -> None:
+        async with drydock.AsyncClient(URL, TOKEN) as dd:
+            jid = (await dd.schedule({"agent": "none"}))["job_id"]
+            for _ in range(400):
+                if held_ready((await dd.events(jid))["events"]):
+                    break
+                await asyncio.sleep(0.025)
+            w = await dd.write_file(jid, "a/b.txt", b"async\n")
+            self.assertEqual(w["path"], "a/b.txt")
+            r = await dd.run_command(jid, "cat a/b.txt; echo err >&2", timeout="30s")
+            self.assertEqual((r["exit_code"], r["output"]), (0, "async\nerr\n"))
+            await dd.cancel(jid)
+            self.assertEqual((await dd.wait(jid))["status"], "cancelled")
 
 if __name__ == "__main__":
     unittest.main()

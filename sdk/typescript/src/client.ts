@@ -3,7 +3,9 @@ import { operations, type OperationId } from "./operations.js";
 import { streamEvents, type StreamOptions } from "./sse.js";
 import {
   isTerminal,
+  type CommandResult,
   type CreateJob,
+  type Duration,
   type Event,
   type EventPage,
   type FollowUpRequest,
@@ -13,6 +15,7 @@ import {
   type Link,
   type Listing,
   type Trajectory,
+  type WrittenFile,
 } from "./types.js";
 
 /** How many times schedule and followUp send a request again when its answer was lost. */
@@ -22,6 +25,7 @@ export const DEFAULT_USER_AGENT = "drydock-typescript-sdk";
 const MAX_IDEMPOTENCY_KEY = 255;
 const MAX_MESSAGE_BYTES = 64 << 10;
 const MAX_DIFF_BYTES = 9 << 20;
+const MAX_COMMAND_BYTES = 64 << 10;
 
 export interface ClientOptions {
   /** The server, e.g. "http://127.0.0.1:8080" (a path prefix is kept). */
@@ -467,6 +471,66 @@ export class Client {
       throw new DrydockError(`diff of ${id}: the answer is larger than ${MAX_DIFF_BYTES} bytes`);
     }
     return { patch: new TextDecoder().decode(buf), truncated: resp.headers.get("Drydock-Diff-Truncated") === "true" };
+  }
+
+  /**
+   * Runs a command with bash in the sandbox a job scheduled with
+   * `agent: "none"` holds for its caller, and resolves when it ends or its
+   * timeout (default 2m, at most 30m) interrupts it. The shell persists
+   * between calls (working directory, variables, background jobs). The
+   * output is stdout and stderr interleaved, masked for the job's secrets
+   * and credential-shaped text, cut at 30000 bytes (output_path holds all of
+   * it). A nonzero exit_code is a result, not an error; ApiError conflict
+   * when the job has an agent, is not running, or another command still runs.
+   * Never retried: a command may not be safe to run twice.
+   */
+  async runCommand(id: string, command: string, opts: { timeout?: Duration; signal?: AbortSignal } = {}): Promise<CommandResult> {
+    if (typeof command !== "string" || command.trim() === "") {
+      throw new DrydockError("command is required and must not be blank");
+    }
+    if (command.includes("\u0000")) {
+      throw new DrydockError("command must not contain NUL bytes");
+    }
+    const n = new TextEncoder().encode(command).byteLength;
+    if (n > MAX_COMMAND_BYTES) {
+      throw new DrydockError(`command is ${n} bytes; the limit is ${MAX_COMMAND_BYTES}`);
+    }
+    const body: { command: string; timeout?: Duration } = { command };
+    if (opts.timeout !== undefined) {
+      body.timeout = opts.timeout;
+    }
+    return this.#json("runCommand", { path: { id }, body, signal: opts.signal });
+  }
+
+  /**
+   * Creates or replaces a file (and its missing parent directories) in the
+   * sandbox a job scheduled with `agent: "none"` holds, path relative to the
+   * workspace root. The content is text, sent as UTF-8 (the server's body
+   * limit, 1 MiB by default, bounds it: ApiError 413 over it); bytes must be
+   * valid UTF-8.
+   */
+  async writeFile(id: string, path: string, content: string | Uint8Array, opts: { signal?: AbortSignal } = {}): Promise<WrittenFile> {
+    const p = cleanPath(path);
+    if (p === "") {
+      throw new DrydockError("a file path is required");
+    }
+    // fetch would resolve ".." itself and send another path than asked.
+    if (p.split("/").includes("..")) {
+      throw new DrydockError(`${path}: a workspace path must not contain '..'`);
+    }
+    let text: string;
+    if (typeof content === "string") {
+      text = content;
+    } else if (content instanceof Uint8Array) {
+      try {
+        text = new TextDecoder("utf-8", { fatal: true }).decode(content);
+      } catch {
+        throw new DrydockError(`${path}: the content is not valid UTF-8; the API writes text files only`);
+      }
+    } else {
+      throw new DrydockError("content must be a string or a Uint8Array");
+    }
+    return this.#json("writeFile", { path: { id, path: p }, body: { text }, signal: opts.signal });
   }
 
   /**

@@ -12,7 +12,8 @@ export interface Operation {
   /**
    * The Client methods that send it. "url" marks pages and proxies meant for
    * a browser or another client (noVNC, Jupyter): Client.url builds their
-   * address and Client.request sends anything to them.
+   * address and Client.request sends anything to them; "mcp" is the Model
+   * Context Protocol endpoint, for an MCP client (url("mcp") is its address).
    */
   readonly sdk: readonly string[];
 }
@@ -31,6 +32,8 @@ export const operations = {
   downloadZip: { method: "GET", path: "/v1/jobs/{id}/artifact.zip", sdk: ["download", "downloadStream"] },
   getDiff: { method: "GET", path: "/v1/jobs/{id}/diff", sdk: ["diff"] },
   workspaceFile: { method: "GET", path: "/v1/jobs/{id}/files/{path...}", sdk: ["listFiles", "readFile", "readText"] },
+  writeFile: { method: "PUT", path: "/v1/jobs/{id}/files/{path...}", sdk: ["writeFile"] },
+  runCommand: { method: "POST", path: "/v1/jobs/{id}/commands", sdk: ["runCommand"] },
   sendMessage: { method: "POST", path: "/v1/jobs/{id}/messages", sdk: ["sendMessage", "followUp"] },
   pauseJob: { method: "POST", path: "/v1/jobs/{id}/pause", sdk: ["pause"] },
   resumeJob: { method: "POST", path: "/v1/jobs/{id}/resume", sdk: ["resume"] },
@@ -41,6 +44,7 @@ export const operations = {
   readyz: { method: "GET", path: "/readyz", sdk: ["readyz"] },
   metrics: { method: "GET", path: "/metrics", sdk: ["metrics"] },
   openapi: { method: "GET", path: "/openapi.json", sdk: ["openapi"] },
+  mcp: { method: "POST", path: "/mcp", sdk: ["url"] },
   webJobs: { method: "GET", path: "/{$}", sdk: ["url"] },
   webJob: { method: "GET", path: "/jobs/{id}", sdk: ["url"] },
   webEvalRun: { method: "GET", path: "/evals/{run}", sdk: ["url"] },

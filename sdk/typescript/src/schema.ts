@@ -326,10 +326,14 @@ export interface paths {
         };
         /**
          * Browse the workspace: a directory listing, or a file's bytes
-         * @description Read live from the sandbox while the job runs, from the archived workspace once it has ended. Files are served with a type from their extension (active types such as HTML and SVG as text/plain) and a sandboxing Content-Security-Policy. Files over 8 MiB are only served with download=1. Symbolic links are listed, never followed.
+         * @description Read live from the sandbox while the job runs, from the archived workspace once it has ended. Files are served with a type from their extension (active types such as HTML and SVG as text/plain) and a sandboxing Content-Security-Policy. Files over 8 MiB are only served with download=1. Symbolic links are listed, never followed. How to tell the two answers apart: a file's bytes always come with a Content-Disposition header (inline, or attachment with download=1) and a Content-Security-Policy; a directory listing never has a Content-Disposition and is application/json (Listing). Do not go by Content-Type alone: a workspace file named *.json is served as application/json too.
          */
         get: operations["workspaceFile"];
-        put?: never;
+        /**
+         * Write a file in a held sandbox (agent "none")
+         * @description Creates or replaces the file (missing parent directories are created) in the running sandbox of a job scheduled with "agent": "none"; the path is relative to the workspace root, without '..', and never follows a link out of the workspace. The body is JSON with the whole content as UTF-8 text (at most the server's body limit, 1 MiB by default: 413 over it). The job's log records the write (a log event of kind caller_write). 409 for a job with an agent, a pending or finished job.
+         */
+        put: operations["writeFile"];
         post?: never;
         delete?: never;
         options?: never;
@@ -452,6 +456,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/mcp": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Model Context Protocol endpoint (Streamable HTTP, stateless)
+         * @description The MCP server for MCP clients (Claude Code, Cursor, VS Code, agent frameworks): one JSON-RPC 2.0 message per POST, answered as application/json or as a text/event-stream that carries progress notifications before the answer (the request's Accept must list both, 400 otherwise). Stateless: no Mcp-Session-Id is issued, so any replica answers; GET and DELETE are 405. Tools: schedule_job, get_job, wait_job, list_jobs, get_events, list_files, read_file, get_diff, send_message, cancel_job, run_command, write_file; resources drydock://jobs/{job_id} and drydock://jobs/{job_id}/files/{path}. Each tool calls this API for the caller (same token, same answers). Not a REST route: SDKs reach it through an MCP client, not a generated method (x-drydock-sdk: false marks it for SDK generators and their coverage checks). Bodies over twice the server's body limit are 413.
+         */
+        post: operations["mcp"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/jobs/{id}/commands": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Run a command in a held sandbox (agent "none")
+         * @description Runs the command with bash in a persistent shell of the running sandbox of a job scheduled with "agent": "none" (the working directory, variables and background jobs persist between calls, as for the agent's bash tool) and answers when it ends or its timeout interrupts it. The output (stdout and stderr interleaved) is capped at 30000 bytes, head and tail kept, the whole output saved in the workspace at output_path; the job's secret values are masked in it, and so is credential-shaped text (sk-..., ghp_..., AWS key ids, private keys: [REDACTED]), as in the agent's tool output. A command while another still runs in the shell is 409. The job's log records each command (a log event of kind caller_command). 409 for a job with an agent, a pending or finished job.
+         */
+        post: operations["runCommand"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/jobs/{id}/messages": {
         parameters: {
             query?: never;
@@ -526,7 +570,8 @@ export interface components {
             task?: string;
             model?: string;
             max_steps?: number;
-            timeout?: string | number;
+            /** @description How long the job may run before it is stopped. */
+            timeout?: components["schemas"]["Duration"];
             /** @enum {string} */
             profile?: "headless" | "desktop";
             metadata?: {
@@ -548,6 +593,11 @@ export interface components {
              * @default false
              */
             interactive?: boolean;
+            /**
+             * @description Omit for the server's agent. "none": no agent; the sandbox is created with the job's isolation, egress, secrets and upload or repository as for any job, then held for you until the job's timeout (which ends it complete) or a cancel, and the workspace is archived as usual. Run commands in it with POST /v1/jobs/{id}/commands and write files with PUT /v1/jobs/{id}/files/{path}; read files, the diff and events as for any job. task may be omitted; interactive is refused; messages are refused (409).
+             * @enum {string}
+             */
+            agent?: "none";
         };
         Job: {
             /** Format: uuid */
@@ -626,6 +676,11 @@ export interface components {
             pushed_commit?: string;
             /** @description The job offers its agent ask_user; absent when false. */
             interactive?: boolean;
+            /**
+             * @description "none" for a job whose sandbox is held for its caller (no agent); absent for the server's agent.
+             * @enum {string}
+             */
+            agent?: "none";
             /** @description The question an interactive job's agent asked and waits on an answer to (send it as a message); absent when it waits for nothing. */
             waiting_for?: string;
             /**
@@ -730,6 +785,41 @@ export interface components {
                 author?: string;
             };
         };
+        CommandRequest: {
+            /** @description A bash command line, not blank, without NUL bytes. */
+            command: string;
+            /** @description When the command is interrupted: a duration ("90s", "10m") or a number of seconds; default 2m, at most 30m. */
+            timeout?: components["schemas"]["Duration"];
+        };
+        CommandResult: {
+            /** Format: uuid */
+            job_id: string;
+            /** @description The command's exit status; -1 when it was killed or timed out. */
+            exit_code: number;
+            /** @description stdout and stderr interleaved, secrets and credential-shaped text masked, at most 30000 bytes (head and tail when cut). */
+            output: string;
+            /** @description The output was cut; output_path holds all of it. */
+            truncated?: boolean;
+            /** @description The size of the whole output. */
+            output_bytes: number;
+            /** @description Where in the sandbox the whole output is saved, when it was cut. */
+            output_path?: string;
+            /** @description The timeout interrupted the command. */
+            timed_out?: boolean;
+            /** @description The command ended the shell; the next one starts a fresh shell in the workspace. */
+            shell_exited?: boolean;
+        };
+        WriteFileRequest: {
+            /** @description The file's whole content, UTF-8. */
+            text: string;
+        };
+        WrittenFile: {
+            /** Format: uuid */
+            job_id: string;
+            /** @description Relative to the workspace root, cleaned. */
+            path: string;
+            size: number;
+        };
         MessageRequest: {
             /** @description 1 to 65536 bytes of UTF-8 text, not blank, without NUL bytes. The agent reads it as "Message from the user"; people see it as text, never as HTML. */
             text: string;
@@ -740,7 +830,7 @@ export interface components {
             model?: string;
             max_steps?: number;
             /** @description As on CreateJob. */
-            timeout?: string | number;
+            timeout?: components["schemas"]["Duration"];
             /** @enum {string} */
             profile?: "headless" | "desktop";
             metadata?: {
@@ -755,6 +845,19 @@ export interface components {
             };
             /** @description Overrides the parent's interactive. */
             interactive?: boolean;
+        };
+        /** @description A duration: a Go duration string ("90s", "15m", "1h30m") or a number of seconds. Answers write the string form. */
+        Duration: string | number;
+        /** @description A job with its whole event log (format drydock.trajectory/v1): what GET /v1/jobs/{id}/trajectory sends and drydock replay reads. */
+        Trajectory: {
+            /** @enum {string} */
+            format: "drydock.trajectory/v1";
+            job: components["schemas"]["Job"];
+            events: components["schemas"]["Event"][];
+        };
+        EgressRequest: {
+            /** @description The whole new list: host[:port] (a leading *. matches subdomains), an address or a CIDR. [] denies everything. With --egress-allow every entry must fall within one of its entries (else 403). */
+            egress: string[];
         };
     };
     responses: {
@@ -776,6 +879,8 @@ export interface components {
     headers: {
         /** @description true when the answer returns the job an earlier request with the same Idempotency-Key created. */
         IdempotentReplayed: "true";
+        /** @description true when the diff was cut at 8 MiB; its last line then starts with 'drydock: diff truncated'. Absent for a whole diff. */
+        DiffTruncated: "true";
     };
     pathItems: never;
 }
@@ -1015,10 +1120,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** @description The whole new list: host[:port] (a leading *. matches subdomains), an address or a CIDR. [] denies everything. With --egress-allow every entry must fall within one of its entries (else 403). */
-                    egress: string[];
-                };
+                "application/json": components["schemas"]["EgressRequest"];
             };
         };
         responses: {
@@ -1137,6 +1239,7 @@ export interface operations {
             /** @description The diff; empty when nothing changed. */
             200: {
                 headers: {
+                    "Drydock-Diff-Truncated": components["headers"]["DiffTruncated"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1316,9 +1419,11 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description A directory listing (JSON) or the file's bytes. */
+            /** @description A directory listing (application/json, no Content-Disposition) or the file's bytes (Content-Disposition inline or attachment; Content-Type from the file's extension or first bytes, active types as text/plain, application/octet-stream with download=1). */
             200: {
                 headers: {
+                    /** @description Present on a file's bytes only: inline; filename="..." (attachment with download=1). Absent on a directory listing: the reliable way to tell them apart. */
+                    "Content-Disposition"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1331,6 +1436,41 @@ export interface operations {
             404: components["responses"]["Error"];
             409: components["responses"]["Error"];
             413: components["responses"]["Error"];
+            503: components["responses"]["Error"];
+        };
+    };
+    writeFile: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                path: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["WriteFileRequest"];
+            };
+        };
+        responses: {
+            /** @description The file was written. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WrittenFile"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            409: components["responses"]["Error"];
+            413: components["responses"]["Error"];
+            415: components["responses"]["Error"];
             503: components["responses"]["Error"];
         };
     };
@@ -1680,15 +1820,88 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        format?: string;
-                        job?: components["schemas"]["Job"];
-                        events?: components["schemas"]["Event"][];
-                    };
+                    "application/json": components["schemas"]["Trajectory"];
                 };
             };
             401: components["responses"]["Error"];
             404: components["responses"]["Error"];
+        };
+    };
+    mcp: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": Record<string, never>;
+            };
+        };
+        responses: {
+            /** @description The JSON-RPC answer. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": Record<string, never>;
+                    "text/event-stream": string;
+                };
+            };
+            /** @description A notification or response was accepted. */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
+            /** @description The body is larger than the limit. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            415: components["responses"]["Error"];
+        };
+    };
+    runCommand: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CommandRequest"];
+            };
+        };
+        responses: {
+            /** @description How the command ended, and its output. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CommandResult"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            403: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            409: components["responses"]["Error"];
+            413: components["responses"]["Error"];
+            415: components["responses"]["Error"];
+            503: components["responses"]["Error"];
         };
     };
     sendMessage: {

@@ -1,6 +1,6 @@
 // Names for the generated schema types (src/schema.ts, written by
 // openapi-typescript from api/openapi.json: `npm run generate` or `make sdk`).
-import type { components, operations as ops } from "./schema.js";
+import type { components } from "./schema.js";
 
 type Schemas = components["schemas"];
 
@@ -19,7 +19,14 @@ export type Repo = Schemas["Repo"];
 export type MessageRequest = Schemas["MessageRequest"];
 export type FollowUpRequest = Schemas["FollowUpRequest"];
 export type ErrorBody = Schemas["Error"];
-export type Trajectory = ops["exportTrajectory"]["responses"][200]["content"]["application/json"];
+export type Trajectory = Schemas["Trajectory"];
+export type EgressRequest = Schemas["EgressRequest"];
+/** A duration: "90s", "15m", or a number of seconds. */
+export type Duration = Schemas["Duration"];
+export type CommandRequest = Schemas["CommandRequest"];
+export type CommandResult = Schemas["CommandResult"];
+export type WriteFileRequest = Schemas["WriteFileRequest"];
+export type WrittenFile = Schemas["WrittenFile"];
 
 /** The statuses after which a job changes no more. */
 export const terminalStatuses: readonly JobStatus[] = ["complete", "error", "cancelled"];

@@ -200,6 +200,64 @@ describe("a running job", live, async () => {
   });
 });
 
+describe("a sandbox held for the caller (agent none)", live, async () => {
+  const created = await client.schedule({ agent: "none", timeout: "10m" });
+  // Running comes before the sandbox is ready; the runner says when it is.
+  await until("the held sandbox to be ready", async () =>
+    (await client.events(created.job_id)).events.some((e) => e.type === "log" && e.data?.kind === "sandbox_held"),
+  );
+  const job = await client.getJob(created.job_id);
+
+  test("the job spec's agent field schedules it without an agent", () => {
+    assert.equal(created.agent, "none");
+    assert.equal(job.agent, "none");
+  });
+
+  test("a command runs in a shell that persists, and its exit status comes back", async () => {
+    const a = await client.runCommand(job.job_id, "mkdir -p sub && cd sub && echo hello from $(basename $PWD)");
+    assert.equal(a.exit_code, 0);
+    assert.equal(a.output, "hello from sub\n");
+    assert.equal(a.job_id, job.job_id);
+    const b = await client.runCommand(job.job_id, "basename $PWD; (exit 3)", { timeout: 30 });
+    assert.equal(b.exit_code, 3);
+    assert.equal(b.output, "sub\n");
+    assert.ok(!b.timed_out);
+  });
+
+  test("a file written is read back through the API and seen by the shell", async () => {
+    const w = await client.writeFile(job.job_id, "/notes/held.txt", "written by the SDK\n");
+    assert.deepEqual({ path: w.path, size: w.size }, { path: "notes/held.txt", size: 19 });
+    assert.equal(await client.readText(job.job_id, "notes/held.txt"), "written by the SDK\n");
+    const bytes = await client.writeFile(job.job_id, "notes/bytes.txt", new TextEncoder().encode("caf\u00e9"));
+    assert.equal(bytes.size, 5);
+    const r = await client.runCommand(job.job_id, "cat ../notes/held.txt"); // the shell is still in sub/
+    assert.match(r.output, /written by the SDK/);
+  });
+
+  test("bad input is refused before anything is sent", async () => {
+    await assert.rejects(client.runCommand(job.job_id, "  "), DrydockError);
+    await assert.rejects(client.runCommand(job.job_id, "echo a\u0000b"), DrydockError);
+    await assert.rejects(client.writeFile(job.job_id, "", "x"), DrydockError);
+    await assert.rejects(client.writeFile(job.job_id, "notes/../../escape.txt", "x"), /'\.\.'/);
+    await assert.rejects(client.writeFile(job.job_id, "bad.bin", new Uint8Array([0xff, 0xfe])), /not valid UTF-8/);
+  });
+
+  test("the server's refusals come back as ApiErrors", async () => {
+    await assert.rejects(client.writeFile(job.job_id, "a\u0000b.txt", "x"), (err) => err instanceof ApiError && err.status === 400 && /NUL/.test(err.message));
+    await assert.rejects(client.sendMessage(job.job_id, "hello"), (err) => err instanceof ApiError && err.status === 409);
+  });
+
+  test("cancel ends the hold and the workspace is archived with the file", async () => {
+    await client.cancel(job.job_id);
+    const done = await client.wait(job.job_id);
+    assert.equal(done.status, "cancelled");
+    await assert.rejects(client.runCommand(job.job_id, "true"), (err) => err instanceof ApiError && err.status === 409);
+    const archived = await until("the workspace to be archived", async () => (await client.getJob(job.job_id)).download_url);
+    assert.ok(archived);
+    assert.equal(await client.readText(job.job_id, "notes/held.txt"), "written by the SDK\n");
+  });
+});
+
 describe("scheduling", live, () => {
   test("the same Idempotency-Key returns the first job; with another body it is refused", async () => {
     const key = `key-${Date.now()}`;

@@ -1,6 +1,6 @@
 // Compiled (not run) by sdk/sdk_test.go: the README's example and the calls
 // a user writes most must type-check against the generated types.
-import { ApiError, Client, ScheduleError, type Event, type Job } from "../src/index.js";
+import { ApiError, Client, ScheduleError, type CommandResult, type Event, type Job } from "../src/index.js";
 
 export async function example(token: string): Promise<string | undefined> {
   const dd = new Client({ baseUrl: "http://127.0.0.1:8080", token });
@@ -15,6 +15,10 @@ export async function example(token: string): Promise<string | undefined> {
     if (err instanceof ScheduleError) return err.key;
     if (err instanceof ApiError && err.status === 404) return err.code;
   }
+  const held = await dd.schedule({ agent: "none", timeout: 1800 });
+  await dd.writeFile(held.job_id, "src/app.py", "print('hi')\n");
+  const ran: CommandResult = await dd.runCommand(held.job_id, "python3 src/app.py", { timeout: "2m" });
+  if (ran.exit_code !== 0) return ran.output;
   const files = await dd.listFiles(job.job_id, "src");
   return (await dd.wait(job.job_id)).summary ?? files.entries[0]?.name;
 }
