@@ -91,8 +91,13 @@ def build_url(base: str, op: str, path: Mapping[str, str] | None = None, query: 
         return quote(str(v), safe="")
 
     p = _PARAM.sub(sub, spec.path)
-    q = {k: _query_value(v) for k, v in (query or {}).items() if v is not None}
-    return base + p + ("?" + urlencode(q) if q else "")
+    q = {k: [_query_value(x) for x in v] if isinstance(v, list) else _query_value(v) for k, v in (query or {}).items() if v is not None}
+    return base + p + ("?" + urlencode(q, doseq=True) if q else "")
+
+
+def metadata_query(metadata: Mapping[str, str] | None) -> list[str] | None:
+    """The repeated metadata=KEY=VALUE parameters of a job list."""
+    return [f"{k}={v}" for k, v in metadata.items()] if metadata else None
 
 
 def _query_value(v: Any) -> str:

@@ -76,6 +76,7 @@ class FileInfo(TypedDict, total=False):
 
 
 class FollowUpRequest(TypedDict, total=False):
+    agent: Literal["none"]
     context_budget: int
     egress: list[str] | None
     interactive: bool

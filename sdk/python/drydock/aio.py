@@ -208,16 +208,19 @@ class AsyncClient:
         """The seed-compatible status route (GET /status/{id}): the same job as get_job."""
         return cast(Job, await self._json("status", path={"id": job_id}))
 
-    async def list_jobs(self, *, status: Sequence[str] | None = None, limit: int | None = None, cursor: str | None = None) -> JobPage:
-        """One page of the jobs the token can see, newest first; next_cursor is empty on the last page."""
+    async def list_jobs(self, *, status: Sequence[str] | None = None, limit: int | None = None, cursor: str | None = None,
+                  metadata: Mapping[str, str] | None = None) -> JobPage:
+        """One page of the jobs the token can see, newest first; next_cursor is empty on the last page.
+        metadata keeps only the jobs whose metadata has every one of its pairs."""
         return cast(JobPage, await self._json("listJobs", query={"status": ",".join(status) if status else None, "limit": limit,
-                                             "cursor": cursor or None}))
+                                             "cursor": cursor or None, "metadata": c.metadata_query(metadata)}))
 
-    async def all_jobs(self, *, status: Sequence[str] | None = None, limit: int | None = None) -> AsyncIterator[Job]:
+    async def all_jobs(self, *, status: Sequence[str] | None = None, limit: int | None = None,
+                 metadata: Mapping[str, str] | None = None) -> AsyncIterator[Job]:
         """Every job matching status, following cursors page by page (limit is the page size)."""
         cursor: str | None = None
         while True:
-            page = await self.list_jobs(status=status, limit=limit, cursor=cursor)
+            page = await self.list_jobs(status=status, limit=limit, cursor=cursor, metadata=metadata)
             jobs = page.get("jobs") or []
             for j in jobs:
                 yield j

@@ -207,16 +207,19 @@ class Client:
         """The seed-compatible status route (GET /status/{id}): the same job as get_job."""
         return cast(Job, self._json("status", path={"id": job_id}))
 
-    def list_jobs(self, *, status: Sequence[str] | None = None, limit: int | None = None, cursor: str | None = None) -> JobPage:
-        """One page of the jobs the token can see, newest first; next_cursor is empty on the last page."""
+    def list_jobs(self, *, status: Sequence[str] | None = None, limit: int | None = None, cursor: str | None = None,
+                  metadata: Mapping[str, str] | None = None) -> JobPage:
+        """One page of the jobs the token can see, newest first; next_cursor is empty on the last page.
+        metadata keeps only the jobs whose metadata has every one of its pairs."""
         return cast(JobPage, self._json("listJobs", query={"status": ",".join(status) if status else None, "limit": limit,
-                                             "cursor": cursor or None}))
+                                             "cursor": cursor or None, "metadata": c.metadata_query(metadata)}))
 
-    def all_jobs(self, *, status: Sequence[str] | None = None, limit: int | None = None) -> Iterator[Job]:
+    def all_jobs(self, *, status: Sequence[str] | None = None, limit: int | None = None,
+                 metadata: Mapping[str, str] | None = None) -> Iterator[Job]:
         """Every job matching status, following cursors page by page (limit is the page size)."""
         cursor: str | None = None
         while True:
-            page = self.list_jobs(status=status, limit=limit, cursor=cursor)
+            page = self.list_jobs(status=status, limit=limit, cursor=cursor, metadata=metadata)
             jobs = page.get("jobs") or []
             yield from jobs
             nxt = page.get("next_cursor")

@@ -402,6 +402,15 @@ class TheRest(unittest.TestCase):
             self.dd.list_jobs(status=["sleeping"])
         self.assertEqual(cm.exception.status, 400)
 
+    def test_jobs_list_by_metadata(self) -> None:
+        tag = f"md-{time.time_ns()}"
+        a = self.dd.schedule(task=quick("meta a"), metadata={"suite": tag, "task": "a"})
+        self.dd.schedule(task=quick("meta b"), metadata={"suite": tag, "task": "b"})
+        self.assertEqual(len(self.dd.list_jobs(metadata={"suite": tag})["jobs"]), 2)
+        one = self.dd.list_jobs(metadata={"suite": tag, "task": "a"})
+        self.assertEqual([j["job_id"] for j in one["jobs"]], [a["job_id"]])
+        self.assertEqual(len(list(self.dd.all_jobs(metadata={"suite": tag}, limit=1))), 2)
+
     def test_an_unknown_job_is_not_found(self) -> None:
         with self.assertRaises(drydock.ApiError) as cm:
             self.dd.get_job("01a2b3c4-0000-7000-8000-000000000000")

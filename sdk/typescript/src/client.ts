@@ -46,7 +46,7 @@ export interface ClientOptions {
 
 export interface RequestOptions {
   path?: Record<string, string>;
-  query?: Record<string, string | number | boolean | undefined>;
+  query?: Record<string, string | number | boolean | string[] | undefined>;
   /** A plain value is sent as JSON; FormData, Blob, strings and bytes as they are. */
   body?: unknown;
   headers?: Record<string, string>;
@@ -68,6 +68,8 @@ export interface ScheduleOptions {
 
 export interface ListOptions {
   status?: JobStatus[];
+  /** Only jobs whose metadata has every one of these pairs. */
+  metadata?: Record<string, string>;
   limit?: number;
   cursor?: string;
   signal?: AbortSignal;
@@ -130,7 +132,11 @@ export class Client {
     });
     const q = new URLSearchParams();
     for (const [k, v] of Object.entries(opts.query ?? {})) {
-      if (v !== undefined) {
+      if (Array.isArray(v)) {
+        for (const item of v) {
+          q.append(k, item); // a repeated parameter, e.g. metadata
+        }
+      } else if (v !== undefined) {
         q.set(k, String(v));
       }
     }
@@ -289,7 +295,12 @@ export class Client {
   /** One page of the jobs the token can see, newest first; next_cursor is empty on the last page. */
   listJobs(opts: ListOptions = {}): Promise<JobPage> {
     return this.#json("listJobs", {
-      query: { status: opts.status?.length ? opts.status.join(",") : undefined, limit: opts.limit, cursor: opts.cursor || undefined },
+      query: {
+        status: opts.status?.length ? opts.status.join(",") : undefined,
+        metadata: opts.metadata ? Object.entries(opts.metadata).map(([k, v]) => `${k}=${v}`) : undefined,
+        limit: opts.limit,
+        cursor: opts.cursor || undefined,
+      },
       signal: opts.signal,
     });
   }

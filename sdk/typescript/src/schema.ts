@@ -300,6 +300,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/evals/{run}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Web UI: the page of a drydock eval run (its jobs by metadata eval_run, their checks and results) */
+        get: operations["webEvalRun"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/ui/{path...}": {
         parameters: {
             query?: never;
@@ -845,6 +862,11 @@ export interface components {
             };
             /** @description Overrides the parent's interactive. */
             interactive?: boolean;
+            /**
+             * @description Omit for the server's agent (the parent's agent is not inherited). "none": the parent's finished workspace is held in a fresh sandbox for you, as for a job created with agent none (commands, file writes; interactive is cleared); what drydock eval runs a task's check in.
+             * @enum {string}
+             */
+            agent?: "none";
         };
         /** @description A duration: a Go duration string ("90s", "15m", "1h30m") or a number of seconds. Answers write the string form. */
         Duration: string | number;
@@ -998,6 +1020,8 @@ export interface operations {
                 limit?: number;
                 /** @description next_cursor of the previous page. */
                 cursor?: string;
+                /** @description KEY=VALUE (split at the first =), repeatable: only jobs whose metadata has every pair, e.g. metadata=eval_run=RUN for the jobs of a drydock eval run. */
+                metadata?: string[];
             };
             header?: never;
             path?: never;
@@ -1359,6 +1383,28 @@ export interface operations {
         requestBody?: never;
         responses: {
             /** @description The page; it loads the job through the API with the stored token. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+        };
+    };
+    webEvalRun: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                run: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The page; it lists the run's jobs through the API with the stored token. */
             200: {
                 headers: {
                     [name: string]: unknown;

@@ -379,6 +379,19 @@ describe("the rest of the API", live, () => {
     await assert.rejects(client.listJobs({ status: ["sleeping"] }), (err) => err instanceof ApiError && err.status === 400);
   });
 
+  test("jobs list by metadata", async () => {
+    const tag = `md-${Date.now()}`;
+    const a = await client.schedule({ ...quick("meta a"), metadata: { suite: tag, task: "a" } });
+    await client.schedule({ ...quick("meta b"), metadata: { suite: tag, task: "b" } });
+    const both = await client.listJobs({ metadata: { suite: tag } });
+    assert.equal(both.jobs.length, 2);
+    const one = await client.listJobs({ metadata: { suite: tag, task: "a" } });
+    assert.deepEqual(one.jobs.map((j) => j.job_id), [a.job_id]);
+    const mine = [];
+    for await (const x of client.allJobs({ metadata: { suite: tag }, limit: 1 })) mine.push(x.job_id);
+    assert.equal(mine.length, 2);
+  });
+
   test("an unknown job is not_found", async () => {
     await assert.rejects(client.getJob("01a2b3c4-0000-7000-8000-000000000000"), (err) => {
       assert.ok(err instanceof ApiError);
