@@ -249,6 +249,10 @@ func New(opts Options) (*Runtime, error) {
 // Name implements drydock.Runtime.
 func (r *Runtime) Name() string { return "kubernetes" }
 
+// GVisor reports whether pods get gVisor's limits (Options.GVisor, or a
+// class named for gVisor).
+func (r *Runtime) GVisor() bool { return r.opts.GVisor }
+
 // Namespace is where this runtime keeps its sandboxes.
 func (r *Runtime) Namespace() string { return r.namespace }
 
