@@ -68,9 +68,10 @@ func TestRealNodeBombsStayInside(t *testing.T) {
 	t.Parallel()
 	env, ns := requireRealNode(t)
 	t.Cleanup(func() { env.assertNamespaceEmpty(t, ns) })
-	image := os.Getenv(envKubeImage)
+	image, stale := os.Getenv(envKubeImage), ""
 	if image == "" {
 		image = "drydock-sandbox:headless"
+		stale = fmt.Sprintf("the node's %s has a toolboxd that predates TOOLBOXD_TASKS_LIMIT (rebuild the image, or load one with this tree's toolboxd on the node and name it in %s)", image, envKubeImage)
 	}
 	for _, kind := range []string{"runc", "gvisor"} {
 		t.Run(kind, func(t *testing.T) {
@@ -116,6 +117,23 @@ func TestRealNodeBombsStayInside(t *testing.T) {
 				if !podRunning(pod) {
 					t.Fatalf("the pod stopped after %s:\n%s", after, podReport(t, env, ns, sb.ID))
 				}
+			}
+			// Under gVisor the agent's commands carry the sandbox's pids
+			// limit as RLIMIT_NPROC; under runc they must not (the host
+			// would count uid 1000 across the node).
+			var out lockedWriter
+			if _, err := tc.Exec(t.Context(), toolbox.ExecRequest{Command: "grep 'Max processes' /proc/self/limits"}, &out, &out); err != nil {
+				t.Fatal(err)
+			}
+			f := strings.Fields(out.String())
+			if len(f) != 5 {
+				t.Fatalf("/proc/self/limits: %q", out.String())
+			}
+			if limited := f[2] == "256" && f[3] == "256"; limited != (kind == "gvisor") {
+				if kind == "gvisor" && stale != "" {
+					t.Skip(stale)
+				}
+				t.Fatalf("a command's RLIMIT_NPROC under %s: %q", kind, out.String())
 			}
 			forkBombOnNode(t, tc, kind == "gvisor")
 			alive("the fork bomb")
