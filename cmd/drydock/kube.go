@@ -19,6 +19,7 @@ type KubeOptions struct {
 	KubeContext            string            `env:"DRYDOCK_KUBE_CONTEXT" help:"Kubeconfig context (default: the current one)."`
 	KubeNamespace          string            `default:"drydock-sandboxes" env:"DRYDOCK_KUBE_NAMESPACE" help:"Namespace of the sandbox pods, their Secrets and NetworkPolicies."`
 	KubeRuntimeClass       string            `env:"DRYDOCK_KUBE_RUNTIME_CLASS" help:"RuntimeClass of sandbox pods, e.g. gvisor or kata-fc (default: the cluster's default runtime)."`
+	KubeGVisor             bool              `name:"kube-gvisor" env:"DRYDOCK_KUBE_GVISOR" help:"The --kube-runtime-class runs gVisor: toolboxd then enforces the pids and memory limits inside the pod, which gVisor's host cgroup cannot. Implied by a class named *gvisor* or *runsc*."`
 	KubeToolboxPort        int32             `default:"7070" env:"DRYDOCK_KUBE_TOOLBOX_PORT" help:"TCP port of toolboxd in sandbox pods."`
 	KubeOrchestratorNS     string            `name:"kube-orchestrator-namespace" env:"POD_NAMESPACE" help:"Namespace of the orchestrator's pods, which alone may reach toolboxd (default: the sandbox namespace)."`
 	KubeImagePullPolicy    string            `default:"IfNotPresent" enum:"Always,IfNotPresent,Never" env:"DRYDOCK_KUBE_IMAGE_PULL_POLICY" help:"Pull policy of sandbox images."`
@@ -49,6 +50,7 @@ func kubernetesRuntime(ctx context.Context, k KubeOptions, nodeID string, images
 		Images:            images,
 		ImagePullPolicy:   corev1.PullPolicy(k.KubeImagePullPolicy),
 		RuntimeClassName:  k.KubeRuntimeClass,
+		GVisor:            k.KubeGVisor,
 		ToolboxPort:       k.KubeToolboxPort,
 		Orchestrator:      k8sruntime.Peer{Namespace: k.KubeOrchestratorNS, Labels: k.KubeOrchestratorLabels},
 		EgressGateway:     k.KubeEgressGateway,
@@ -64,6 +66,6 @@ func kubernetesRuntime(ctx context.Context, k KubeOptions, nodeID string, images
 	if k.KubeEgressGateway == "" {
 		log.Warn("kubernetes runtime without --kube-egress-gateway: sandbox pods have no network, and jobs with egress are refused")
 	}
-	log.Info("kubernetes runtime", "api", cfg.Host, "namespace", rt.Namespace(), "runtime_class", k.KubeRuntimeClass, "egress_gateway", k.KubeEgressGateway)
+	log.Info("kubernetes runtime", "api", cfg.Host, "namespace", rt.Namespace(), "runtime_class", k.KubeRuntimeClass, "gvisor_limits", rt.GVisor(), "egress_gateway", k.KubeEgressGateway)
 	return rt, nil
 }

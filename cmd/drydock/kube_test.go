@@ -110,14 +110,14 @@ func TestKubeFlags(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := p.Parse([]string{
-		"--kubeconfig", "/k", "--kube-namespace", "sbx", "--kube-runtime-class", "gvisor", "--kube-toolbox-port", "9000",
+		"--kubeconfig", "/k", "--kube-namespace", "sbx", "--kube-runtime-class", "gvisor", "--kube-gvisor", "--kube-toolbox-port", "9000",
 		"--kube-orchestrator-namespace", "drydock", "--kube-image-pull-policy", "Never",
 		"--kube-orchestrator-labels", "app=drydock;tier=api",
 	}); err != nil {
 		t.Fatal(err)
 	}
 	want := KubeOptions{
-		Kubeconfig: "/k", KubeNamespace: "sbx", KubeRuntimeClass: "gvisor", KubeToolboxPort: 9000,
+		Kubeconfig: "/k", KubeNamespace: "sbx", KubeRuntimeClass: "gvisor", KubeGVisor: true, KubeToolboxPort: 9000,
 		KubeOrchestratorNS: "drydock", KubeImagePullPolicy: "Never",
 		KubeOrchestratorLabels: map[string]string{"app": "drydock", "tier": "api"},
 	}

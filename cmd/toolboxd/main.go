@@ -78,6 +78,11 @@ const shutdownGrace = 10 * time.Second
 func main() {
 	// Started as the shim of a command (oomscore.Wrap): become it.
 	oomscore.Shim(os.Args)
+	// Before any thread or child exists, so that all of them count.
+	if err := limitTasks(os.Getenv(envTasksLimit)); err != nil {
+		fmt.Fprintln(os.Stderr, "toolboxd:", err)
+		os.Exit(1)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	secrets := map[string]string{}

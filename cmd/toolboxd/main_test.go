@@ -6,6 +6,7 @@ import (
 	"context"
 	"debug/elf"
 	"encoding/json"
+	"fmt"
 	"maps"
 	"net"
 	"os"
@@ -26,6 +27,11 @@ import (
 // as toolboxd's main is.
 func TestMain(m *testing.M) {
 	oomscore.Shim(os.Args)
+	// As main does (TestTasksLimitBindsEveryCommand sets it).
+	if err := limitTasks(os.Getenv(envTasksLimit)); err != nil {
+		fmt.Fprintln(os.Stderr, "toolboxd test:", err)
+		os.Exit(1)
+	}
 	os.Exit(m.Run())
 }
 

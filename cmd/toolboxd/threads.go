@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"fmt"
 	"os"
 	"strconv"
 	"strings"
@@ -121,4 +122,33 @@ func threadCount() int {
 		}
 	}
 	return 0
+}
+
+// envTasksLimit is the number of tasks (processes and threads) the sandbox
+// may have, which toolboxd sets as its own RLIMIT_NPROC, soft and hard, at
+// start, so that every command, shell and service it starts inherits it
+// and none may raise it. runtime/kubernetes sets it for pods under gVisor:
+// Kubernetes has no per-pod pids limit or ulimit, and the node's pids limit
+// binds gVisor's own threads, not the agent's (see runtime/docker
+// gvisorLimits, which asks the engine for the same limit as a ulimit).
+// Under runc it must stay unset: the host kernel counts RLIMIT_NPROC per
+// uid across the node, every sandbox's uid 1000 together.
+const envTasksLimit = "TOOLBOXD_TASKS_LIMIT"
+
+// limitTasks applies $TOOLBOXD_TASKS_LIMIT (v, "" for none) to this
+// process. A value it cannot apply is an error: a sandbox must not run
+// believing it is bounded when it is not.
+func limitTasks(v string) error {
+	if v == "" {
+		return nil
+	}
+	n, err := strconv.ParseUint(v, 10, 64)
+	if err != nil || n < 16 {
+		return fmt.Errorf("$%s: %q is not a number of tasks (at least 16)", envTasksLimit, v)
+	}
+	rl := syscall.Rlimit{Cur: n, Max: n}
+	if err := syscall.Setrlimit(rlimitNPROC, &rl); err != nil {
+		return fmt.Errorf("set RLIMIT_NPROC to $%s (%d): %w", envTasksLimit, n, err)
+	}
+	return nil
 }

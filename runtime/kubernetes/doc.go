@@ -23,7 +23,9 @@
 //     profile, no service account token, no service links, CPU, memory and
 //     ephemeral-storage requests equal to limits, size-limited emptyDir
 //     volumes for /workspace, /tmp and /home/agent, and the RuntimeClass
-//     chosen in Options (gVisor or Kata) for VM-grade isolation.
+//     chosen in Options (gVisor or Kata) for VM-grade isolation. Under
+//     gVisor toolboxd enforces the pids and memory limits inside the pod
+//     (TOOLBOXD_TASKS_LIMIT, TOOLBOXD_MEMORY_LIMIT; see gvisorLimits).
 //
 // toolboxd listens on TCP in the pod (TOOLBOXD_LISTEN=tcp://0.0.0.0:PORT)
 // and is reached at the pod IP with its token. The Secret and the policy are

@@ -83,6 +83,15 @@ type Options struct {
 	// RuntimeClass; see deploy/kubernetes. Empty means the cluster's
 	// default runtime.
 	RuntimeClassName string
+	// GVisor says that RuntimeClassName runs pods under gVisor (its runsc
+	// handler), whose kernel is in user space: the node's cgroup of such a
+	// pod holds gVisor's sentry, gofer and stubs, not the agent's
+	// processes, so the pod's limits must move inside (see gvisorLimits).
+	// New sets it for a class whose name says gvisor or runsc (gVisor's
+	// own documentation and GKE Sandbox name it "gvisor"); set it for a
+	// class named otherwise. It is not read from the RuntimeClass's
+	// handler, which would need a permission at cluster scope.
+	GVisor bool
 	// ToolboxPort is toolboxd's TCP port in the pod; 0 means
 	// DefaultToolboxPort.
 	ToolboxPort int32
@@ -182,6 +191,10 @@ func New(opts Options) (*Runtime, error) {
 			return nil, fmt.Errorf("kubernetes runtime: runtime class %q: %s", rc, strings.Join(errs, "; "))
 		}
 	}
+	opts.GVisor = opts.GVisor || isGVisorClass(opts.RuntimeClassName)
+	if opts.GVisor && opts.RuntimeClassName == "" {
+		return nil, errors.New("kubernetes runtime: gVisor needs the RuntimeClass that selects it (RuntimeClassName)")
+	}
 	port := opts.ToolboxPort
 	if port == 0 {
 		port = DefaultToolboxPort
@@ -235,6 +248,10 @@ func New(opts Options) (*Runtime, error) {
 
 // Name implements drydock.Runtime.
 func (r *Runtime) Name() string { return "kubernetes" }
+
+// GVisor reports whether pods get gVisor's limits (Options.GVisor, or a
+// class named for gVisor).
+func (r *Runtime) GVisor() bool { return r.opts.GVisor }
 
 // Namespace is where this runtime keeps its sandboxes.
 func (r *Runtime) Namespace() string { return r.namespace }
@@ -636,16 +653,23 @@ func watchGone(ctx context.Context, w watch.Interface, pods interface {
 	}
 }
 
-// resources has no pids limit: Kubernetes sets none per pod (the node's
-// setting applies).
+// resources has no pids limit under runc: Kubernetes sets none per pod
+// (the node's setting applies). Under gVisor toolboxd applies one inside
+// (gvisorLimits), gvisorDefaultTasks unless the spec or Defaults say.
 func (r *Runtime) resources(spec drydock.Resources) drydock.Resources {
 	res := spec.Or(r.opts.Defaults, DefaultResources)
-	res.PidsLimit = 0
+	if !r.opts.GVisor {
+		res.PidsLimit = 0
+	} else if res.PidsLimit <= 0 {
+		res.PidsLimit = gvisorDefaultTasks
+	}
 	return res
 }
 
 func validResources(r drydock.Resources) error {
 	switch {
+	case r.PidsLimit != 0 && r.PidsLimit < 16:
+		return drydock.Errorf(drydock.EINVALID, "pids limit %d is below the minimum of 16", r.PidsLimit)
 	case r.CPUs < 0.01:
 		return drydock.Errorf(drydock.EINVALID, "cpus %.3g is below the minimum of 0.01", r.CPUs)
 	case r.MemoryBytes < 32<<20:

@@ -194,11 +194,19 @@ func (r *Runtime) pod(id, image string, spec drydock.SandboxSpec, res drydock.Re
 		corev1.EnvVar{Name: EnvWorkspace, Value: workspaceDir},
 		corev1.EnvVar{Name: EnvSecretsFile, Value: bootDir + "/" + secretBoot},
 	)
+	memory := res.MemoryBytes
+	if r.opts.GVisor {
+		var inside map[string]string
+		memory, inside = gvisorLimits(res)
+		for _, k := range slices.Sorted(maps.Keys(inside)) {
+			env = append(env, corev1.EnvVar{Name: k, Value: inside[k]})
+		}
+	}
 
 	storage := res.WorkspaceBytes + res.TmpBytes + homeBytes + logBytes
 	limits := corev1.ResourceList{
 		corev1.ResourceCPU:              *resource.NewMilliQuantity(int64(res.CPUs*1000+0.5), resource.DecimalSI),
-		corev1.ResourceMemory:           *resource.NewQuantity(res.MemoryBytes, resource.BinarySI),
+		corev1.ResourceMemory:           *resource.NewQuantity(memory, resource.BinarySI),
 		corev1.ResourceEphemeralStorage: *resource.NewQuantity(storage, resource.BinarySI),
 	}
 	emptyDir := func(name string, size int64) corev1.Volume {

@@ -73,8 +73,10 @@ func TestObjects(t *testing.T) {
 	}
 	port := c.port
 	limits := corev1.ResourceList{
-		corev1.ResourceCPU:              resource.MustParse("1500m"),
-		corev1.ResourceMemory:           resource.MustParse("3Gi"),
+		corev1.ResourceCPU: resource.MustParse("1500m"),
+		// Under gVisor toolboxd enforces the 3 GiB; the container gets
+		// 128 MiB for the sentry and a quarter more (TestGVisorPodLimits).
+		corev1.ResourceMemory:           resource.MustParse("3968Mi"),
 		corev1.ResourceEphemeralStorage: resource.MustParse("5952Mi"), // 5Gi + 512Mi + 256Mi home + 64Mi logs
 	}
 	runtimeDefault := &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}
@@ -130,6 +132,8 @@ func TestObjects(t *testing.T) {
 				{Name: "TOOLBOXD_PROFILE", Value: "desktop"},
 				{Name: "TOOLBOXD_WORKSPACE", Value: "/workspace"},
 				{Name: "TOOLBOXD_SECRETS_FILE", Value: "/run/toolbox-boot/boot-secrets.json"},
+				{Name: "TOOLBOXD_MEMORY_LIMIT", Value: "3221225472"},
+				{Name: "TOOLBOXD_TASKS_LIMIT", Value: "512"},
 			},
 			Resources: corev1.ResourceRequirements{Requests: limits, Limits: limits},
 			VolumeMounts: []corev1.VolumeMount{
