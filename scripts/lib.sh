@@ -99,11 +99,14 @@ DOCKERD_SYSTEM_CONFIG="${DOCKERD_SYSTEM_CONFIG:-/etc/docker/daemon.json}"
 
 # runsc_runtimes RUNSC: the daemon.json entry that registers RUNSC as the
 # runtime "runsc". --host-uds=all lets the sandbox use the host's unix
-# sockets Drydock bind-mounts (toolboxd's, the egress proxy's);
-# --oci-seccomp makes runsc apply the container's seccomp profile inside
-# the sandbox, which it otherwise ignores.
+# sockets Drydock bind-mounts (toolboxd's, the egress proxy's). Not
+# --oci-seccomp: with it runsc applies the container's seccomp profile,
+# but its clone3 answer is EPERM, so glibc's posix_spawn, system() and
+# popen() fail instead of falling back to clone (os.system('true') gave
+# 127, and the code kernel never started); gVisor's own kernel serves
+# the keyring and user namespaces instead.
 runsc_runtimes() {
-	printf '"runtimes": {"runsc": {"path": "%s", "runtimeArgs": ["--host-uds=all", "--oci-seccomp"]}}' "$1"
+	printf '"runtimes": {"runsc": {"path": "%s", "runtimeArgs": ["--host-uds=all"]}}' "$1"
 }
 
 # wants_gvisor: false when the operator chose runc (DRYDOCK_ISOLATION=runc,

@@ -40,7 +40,7 @@ func configFile(args []string) string {
 }
 
 // A new user's make run registers gVisor's runsc in the dockerd it starts,
-// with --host-uds=all and --oci-seccomp, so the server's --isolation auto runs sandboxes
+// with --host-uds=all, so the server's --isolation auto runs sandboxes
 // under gVisor.
 func TestMakeRunDockerdRegistersRunsc(t *testing.T) {
 	e := setup(t)
@@ -63,7 +63,7 @@ func TestMakeRunDockerdRegistersRunsc(t *testing.T) {
 		t.Fatalf("%s is not JSON: %v\n%s", cfg, err, b)
 	}
 	rs, ok := v.Runtimes["runsc"]
-	if !ok || rs.Path != filepath.Join(e.dir, "runsc") || !slices.Equal(rs.RuntimeArgs, []string{"--host-uds=all", "--oci-seccomp"}) {
+	if !ok || rs.Path != filepath.Join(e.dir, "runsc") || !slices.Equal(rs.RuntimeArgs, []string{"--host-uds=all"}) {
 		t.Errorf("runtimes in %s: %+v", cfg, v.Runtimes)
 	}
 	if !strings.Contains(out, "sandboxes run under gVisor") {
@@ -88,7 +88,7 @@ func TestMakeRunKeepsTheOperatorsDaemonJSON(t *testing.T) {
 	if b, _ := os.ReadFile(sys); string(b) != mine {
 		t.Errorf("the operator's daemon.json was rewritten:\n%s", b)
 	}
-	line := `"runtimes": {"runsc": {"path": "` + filepath.Join(e.dir, "runsc") + `", "runtimeArgs": ["--host-uds=all", "--oci-seccomp"]}}`
+	line := `"runtimes": {"runsc": {"path": "` + filepath.Join(e.dir, "runsc") + `", "runtimeArgs": ["--host-uds=all"]}}`
 	if !strings.Contains(out, line) || !strings.Contains(out, sys) || !strings.Contains(out, "run under runc") {
 		t.Errorf("make run does not say what to add to %s:\n%s", sys, out)
 	}

@@ -120,7 +120,7 @@ var errNoLoopback = errors.New("no loopback interface under gVisor")
 // probeGVisor runs a container of image under ociRuntime ("" for the
 // engine's default) and reports whether its kernel is gVisor's: its
 // /proc/version names it. (Its syslog, gVisor's boot log, names it too, but
-// with runsc's --oci-seccomp the sandbox's profile refuses syslog.) Under
+// a seccomp profile may refuse syslog.) Under
 // gVisor the container must also have a loopback interface
 // (errNoLoopback).
 func (r *Runtime) probeGVisor(ctx context.Context, image, ociRuntime string) (bool, error) {

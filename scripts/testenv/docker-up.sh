@@ -46,8 +46,8 @@ if [ -f "$PIDFILE" ] && kill -0 "$(cat "$PIDFILE")" 2>/dev/null && ping_docker; 
 fi
 
 # runsc sees the sandbox's bind-mounted unix sockets (toolboxd's, the
-# egress proxy's) only with --host-uds, and applies the sandbox's seccomp
-# profile only with --oci-seccomp (lib.sh's runsc_runtimes, as make run).
+# egress proxy's) only with --host-uds (lib.sh's runsc_runtimes, as make
+# run, which says why not --oci-seccomp).
 # Without runsc (no Go module proxy) the gVisor tests skip, saying so.
 if RUNSC=$(ensure_runsc); then
 	echo "{$(runsc_runtimes "$RUNSC")}" >"$RUN/daemon.json"

@@ -138,10 +138,8 @@ exec "$RUNSC" "\$@"
 SH
 	chmod +x "$RUN/runsc.new"
 	mv -f "$RUN/runsc.new" "$RUN/runsc"
-	# oci-seccomp: runsc applies the pod's seccomp profile (RuntimeDefault,
-	# as the runtime asks) inside the sandbox; by default it ignores it,
-	# and the agent's processes could then unshare a user namespace and
-	# use keyctl in gVisor's kernel. No host-uds: toolboxd is reached over
+	# Not oci-seccomp: see runsc_runtimes in scripts/lib.sh (posix_spawn
+	# failed in a gVisor pod with it). No host-uds: toolboxd is reached over
 	# the pod network here, and the sandbox needs no socket of the node.
 	# systrap is runsc's default platform; kvm hangs on these hosts.
 	cat >"$RUN/runsc.toml.new" <<TOML
@@ -149,7 +147,6 @@ binary_name = "$RUN/runsc"
 root = "$RUN/runsc-root"
 [runsc_config]
   platform = "systrap"
-  oci-seccomp = "true"
 TOML
 	mv -f "$RUN/runsc.toml.new" "$RUN/runsc.toml"
 }

@@ -99,14 +99,11 @@ if [ -n "$RUNSC" ]; then
 	# --host-uds=all: the sandbox's toolboxd listens on, and its egress
 	# proxy client connects to, unix sockets Drydock bind-mounts from the
 	# host; without it gVisor keeps them inside its own kernel.
-	# --oci-seccomp: runsc applies the container's seccomp profile (the
-	# one runtime/docker derives for Podman) inside the sandbox; without
-	# it runsc ignores the profile, and the agent could unshare a user
-	# namespace or use keyctl in gVisor's kernel. A global --runtime-flag
-	# reaches every container the service creates. --network=none: with
+	# Not --oci-seccomp: see runsc_runtimes in scripts/lib.sh. A global
+	# --runtime-flag reaches every container the service creates. --network=none: with
 	# runsc's default (sandbox) a container of network "none" has no
 	# loopback, and the egress forwarder and the code kernel need one.
-	if serve podman-gvisor "$RUN/containers-gvisor.conf" --runtime-flag=host-uds=all --runtime-flag=oci-seccomp --runtime-flag=network=none; then
+	if serve podman-gvisor "$RUN/containers-gvisor.conf" --runtime-flag=host-uds=all --runtime-flag=network=none; then
 		echo "DRYDOCK_TEST_PODMAN_GVISOR_HOST=unix://$RUN/podman-gvisor.sock"
 	else
 		echo "podman-up: the gVisor Podman service did not start: the tests under it will skip" >&2
