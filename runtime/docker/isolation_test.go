@@ -454,3 +454,21 @@ func hostVmKB(t *testing.T, pid int, field string) int64 {
 	kb, _ := strconv.ParseInt(strings.TrimSuffix(statusField(string(status), field), " kB"), 10, 64)
 	return kb
 }
+
+// glibc's posix_spawn, system() and popen() start programs in every kind
+// of sandbox: they go through clone3 first, and a seccomp answer glibc
+// does not fall back from (runsc's with --oci-seccomp) breaks them, and
+// with them the code kernel and every tool that shells out.
+func TestSpawnWorksInEverySandbox(t *testing.T) {
+	t.Parallel()
+	forRealImage(t, func(t *testing.T, s setup) {
+		rt := s.newRuntime(t)
+		_, tc := withToolbox(t, s, rt, tightLimits)
+		var out, errOut lockedBuffer
+		script := "import os; pid = os.posix_spawn('/bin/true', ['true'], {}); print(os.waitpid(pid, 0)[1], os.system('true'), os.popen('echo hi').read().strip())"
+		r, err := tc.Exec(t.Context(), toolbox.ExecRequest{Args: []string{"python3", "-c", script}}, &out, &errOut)
+		if err != nil || r.ExitCode != 0 || strings.TrimSpace(out.String()) != "0 0 hi" {
+			t.Fatalf("posix_spawn, system, popen: %+v %v: %q %q", r, err, out.String(), errOut.String())
+		}
+	})
+}
