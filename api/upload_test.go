@@ -476,7 +476,10 @@ func TestUploadsAtOnceAreBounded(t *testing.T) {
 		case http.StatusTooManyRequests:
 			refused = strings.Contains(string(body), "uploads already")
 		case http.StatusCreated:
-			t.Fatalf("a second upload was taken while the first held the only slot: %s", body)
+			// The first request has not reached the server yet (a loaded
+			// machine): this upload had the slot to itself. Only a 429
+			// while the first holds it shows the bound.
+			t.Logf("an upload went through before the first took the slot: %s", body)
 		}
 	}
 	if !refused {
