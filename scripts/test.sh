@@ -8,6 +8,14 @@ cd "$(dirname "$0")/.."
 ensure_go
 START=$(date +%s)
 
+# gVisor's runsc is built from source once per version (about 3 minutes on
+# a new machine): beside the package installs, which mostly wait for the
+# network, rather than inside docker-up.sh after them. docker-up.sh then
+# finds it in the cache.
+runsc_log=$(mktemp)
+(ensure_runsc >/dev/null) 2>"$runsc_log" &
+runsc_pid=$!
+
 apt_install ca-certificates curl git docker.io podman uidmap mmdebstrap chromium
 apt_install python3-httpx mypy # the Python SDK's one dependency, and its type checker (sdk/python)
 if [ -x scripts/testenv/sandbox-tools.sh ]; then
@@ -18,6 +26,10 @@ fi
 
 cleanup() {
 	set +e
+	if [ -n "${runsc_pid:-}" ]; then
+		kill "$runsc_pid" 2>/dev/null
+		wait "$runsc_pid" 2>/dev/null
+	fi
 	if [ -n "${shim_pid:-}" ]; then
 		kill "$shim_pid" 2>/dev/null
 		wait "$shim_pid" 2>/dev/null
@@ -42,6 +54,11 @@ up() {
 	eval "$(echo "$out" | grep '^DRYDOCK_TEST_')"
 }
 
+if ! wait "$runsc_pid"; then
+	cat "$runsc_log" >&2 # docker-up.sh tries again and says what it means
+fi
+runsc_pid=
+rm -f "$runsc_log"
 log "starting private dockerd, Podman API service and PostgreSQL"
 up docker
 up podman
