@@ -59,12 +59,14 @@ type guard struct {
 }
 
 func newGuard(limit int64, cgroup string, log *slog.Logger) *guard {
-	usage := func() (int64, bool) {
-		if v, ok := readInt(filepath.Join(cgroup, "memory.usage_in_bytes")); ok {
-			return v, true
-		}
-		return readInt(filepath.Join(cgroup, "memory.current"))
+	// The file is chosen once: the guard reads it every 2 ms near the
+	// limit, and a failing open of the other version's file each time
+	// would double that.
+	file := filepath.Join(cgroup, "memory.usage_in_bytes") // v1
+	if _, err := os.Stat(file); err != nil {
+		file = filepath.Join(cgroup, "memory.current") // v2
 	}
+	usage := func() (int64, bool) { return readInt(file) }
 	return &guard{
 		limit: limit, usage: usage, procs: "/proc", self: os.Getpid(), log: log,
 		kill: func(pid int) error { return syscall.Kill(pid, syscall.SIGKILL) },
