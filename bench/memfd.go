@@ -37,7 +37,7 @@ func memfdResident(pids []int) (int64, error) {
 				continue
 			}
 			seen[st.Ino] = true
-			n, err := residentBytes(p, st.Size)
+			n, err := residentBytes(p, st.Ino)
 			if err != nil {
 				return 0, fmt.Errorf("memfd %s of pid %d: %w", target, pid, err)
 			}
@@ -47,30 +47,40 @@ func memfdResident(pids []int) (int64, error) {
 	return total, nil
 }
 
-// residentBytes counts the resident pages of the file at path, size bytes
-// long.
-func residentBytes(path string, size int64) (int64, error) {
-	if size <= 0 {
-		return 0, nil
-	}
+// residentBytes counts the resident pages of the file at path (a
+// /proc/PID/fd link), which must still be the file of inode ino once
+// opened: the process may have put another file at that descriptor since
+// it was looked at. The file is mapped a window at a time, so a memfd of
+// any size (the process chose it) costs this process a bounded vector.
+func residentBytes(path string, ino uint64) (int64, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return 0, err
 	}
 	defer f.Close()
-	m, err := syscall.Mmap(int(f.Fd()), 0, int(size), syscall.PROT_READ, syscall.MAP_SHARED)
-	if err != nil {
-		return 0, fmt.Errorf("mmap: %w", err)
+	var st syscall.Stat_t
+	if err := syscall.Fstat(int(f.Fd()), &st); err != nil || st.Ino != ino {
+		return 0, nil // another file now: not the one counted
 	}
-	defer syscall.Munmap(m)
 	page := int64(os.Getpagesize())
-	vec := make([]byte, (size+page-1)/page)
-	if _, _, errno := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&m[0])), uintptr(len(m)), uintptr(unsafe.Pointer(&vec[0]))); errno != 0 {
-		return 0, fmt.Errorf("mincore: %w", errno)
-	}
+	const window = 1 << 30
+	vec := make([]byte, window/page)
 	var n int64
-	for _, b := range vec {
-		n += int64(b & 1)
+	for off := int64(0); off < st.Size; off += window {
+		size := min(window, st.Size-off)
+		m, err := syscall.Mmap(int(f.Fd()), off, int(size), syscall.PROT_READ, syscall.MAP_SHARED)
+		if err != nil {
+			return 0, fmt.Errorf("mmap: %w", err)
+		}
+		v := vec[:(size+page-1)/page]
+		_, _, errno := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&m[0])), uintptr(len(m)), uintptr(unsafe.Pointer(&v[0])))
+		syscall.Munmap(m)
+		if errno != 0 {
+			return 0, fmt.Errorf("mincore: %w", errno)
+		}
+		for _, b := range v {
+			n += int64(b & 1)
+		}
 	}
 	return n * page, nil
 }
