@@ -160,9 +160,11 @@ func testJobKeys(t *testing.T, s drydock.ArtifactStore) {
 	}
 }
 
-type failingReader struct{ err error }
+// FailingReader fails every Read with Err: a source that breaks, for a
+// store's own tests of a failed Put.
+type FailingReader struct{ Err error }
 
-func (f failingReader) Read([]byte) (int, error) { return 0, f.err }
+func (f FailingReader) Read([]byte) (int, error) { return 0, f.Err }
 
 // A Put whose source fails mid-stream leaves no blob under a new key and
 // the old one under an existing key.
@@ -171,7 +173,7 @@ func testFailedPutLeavesNothing(t *testing.T, s drydock.ArtifactStore) {
 	boom := errors.New("tar stream broke")
 	for _, key := range []string{"new.tar.gz", "kept.tar.gz"} {
 		// More than an S3 part goes up before the source fails.
-		r := io.MultiReader(bytes.NewReader(make([]byte, 7<<20)), failingReader{boom})
+		r := io.MultiReader(bytes.NewReader(make([]byte, 7<<20)), FailingReader{boom})
 		if _, err := s.Put(t.Context(), key, r); !errors.Is(err, boom) {
 			t.Errorf("Put(%s) with a failing source: %v, want %v", key, err, boom)
 		}
@@ -183,19 +185,20 @@ func testFailedPutLeavesNothing(t *testing.T, s drydock.ArtifactStore) {
 	}
 }
 
-// cancelAfter cancels its context once n bytes have been read.
-type cancelAfter struct {
-	r      io.Reader
-	n      int
+// CancelAfter reads R and calls Cancel once N bytes have been read: a Put
+// whose context ends midway.
+type CancelAfter struct {
+	R      io.Reader
+	N      int
+	Cancel context.CancelFunc
 	read   int
-	cancel context.CancelFunc
 }
 
-func (c *cancelAfter) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
+func (c *CancelAfter) Read(p []byte) (int, error) {
+	n, err := c.R.Read(p)
 	c.read += n
-	if c.read >= c.n {
-		c.cancel()
+	if c.read >= c.N {
+		c.Cancel()
 	}
 	return n, err
 }
@@ -206,7 +209,7 @@ func testCancelledPutLeavesNothing(t *testing.T, s drydock.ArtifactStore) {
 	put(t, s, "kept.tar.gz", "old")
 	for _, key := range []string{"cancelled.tar.gz", "kept.tar.gz"} {
 		ctx, cancel := context.WithCancel(t.Context())
-		r := &cancelAfter{r: bytes.NewReader(make([]byte, 8<<20)), n: 6 << 20, cancel: cancel}
+		r := &CancelAfter{R: bytes.NewReader(make([]byte, 8<<20)), N: 6 << 20, Cancel: cancel}
 		_, err := s.Put(ctx, key, r)
 		cancel()
 		if !errors.Is(err, context.Canceled) {

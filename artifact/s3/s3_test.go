@@ -241,13 +241,13 @@ func TestFailedPutLeavesNoUpload(t *testing.T) {
 	boom := errors.New("tar stream broke")
 	for _, key := range []string{"new.tar.gz", "kept.tar.gz"} {
 		// More than one part goes up before the source fails.
-		r := io.MultiReader(bytes.NewReader(make([]byte, 7<<20)), failingReader{boom})
+		r := io.MultiReader(bytes.NewReader(make([]byte, 7<<20)), artifacttest.FailingReader{Err: boom})
 		if _, err := st.Put(ctx, key, r); !errors.Is(err, boom) {
 			t.Errorf("Put %s with a failing source: %v, want %v", key, err, boom)
 		}
 	}
 	cctx, cancel := context.WithCancel(ctx)
-	r := &cancelAfter{r: bytes.NewReader(make([]byte, 8<<20)), n: 6 << 20, cancel: cancel}
+	r := &artifacttest.CancelAfter{R: bytes.NewReader(make([]byte, 8<<20)), N: 6 << 20, Cancel: cancel}
 	if _, err := st.Put(cctx, "cancelled.tar.gz", r); !errors.Is(err, context.Canceled) {
 		t.Errorf("Put with a cancelled context: %v, want %v", err, context.Canceled)
 	}
@@ -285,27 +285,6 @@ func TestFailedPutLeavesNoUpload(t *testing.T) {
 			t.Errorf("unfinished upload left for %s", k)
 		}
 	}
-}
-
-type failingReader struct{ err error }
-
-func (f failingReader) Read([]byte) (int, error) { return 0, f.err }
-
-// cancelAfter cancels its context once n bytes have been read.
-type cancelAfter struct {
-	r      io.Reader
-	n      int
-	read   int
-	cancel context.CancelFunc
-}
-
-func (c *cancelAfter) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.read += n
-	if c.read >= c.n {
-		c.cancel()
-	}
-	return n, err
 }
 
 func TestNewChecksTheBucket(t *testing.T) {
