@@ -95,6 +95,15 @@ func jobUnderGVisor(t *testing.T, host, mode string) {
 	if !said {
 		t.Error("the job's log does not say its sandbox runs under gVisor")
 	}
+	requireGVisorKernelThenCancel(t, s, host, id)
+}
+
+// requireGVisorKernelThenCancel checks that the running job id's container
+// on the engine at host runs gVisor's kernel (the engine did not fall back
+// to runc for it), then cancels the job, which must end cancelled and
+// recorded as run under gVisor.
+func requireGVisorKernelThenCancel(t *testing.T, s *server, host, id string) {
+	t.Helper()
 	out, err := exec.Command("docker", "-H", host, "ps", "-q", "--filter", "label="+drydock.LabelJob+"="+id).Output()
 	if err != nil || strings.TrimSpace(string(out)) == "" {
 		t.Fatalf("the job's container: %v %q", err, out)
@@ -107,7 +116,7 @@ func jobUnderGVisor(t *testing.T, host, mode string) {
 		t.Fatalf("cancel: %d %s", code, body)
 	}
 	if j, _ := s.waitTerminal(id, 2*time.Minute); j.Status != drydock.StatusCancelled || j.Isolation != drydock.IsolationGVisor {
-		t.Errorf("job ended %s with isolation %q", j.Status, j.Isolation)
+		t.Errorf("job %s ended %s with isolation %q", id, j.Status, j.Isolation)
 	}
 }
 

@@ -3,8 +3,6 @@ package e2e_test
 import (
 	"encoding/json"
 	"os"
-	"os/exec"
-	"strings"
 	"testing"
 	"time"
 
@@ -65,18 +63,5 @@ func TestPodmanJobRunsUnderGVisor(t *testing.T) {
 			t.Fatalf("job %s: %s steps=%d err=%q", running, j.Status, j.Steps, j.Error)
 		}
 	}
-	out, err := exec.Command("docker", "-H", host, "ps", "-q", "--filter", "label="+drydock.LabelJob+"="+running).Output()
-	if err != nil || strings.TrimSpace(string(out)) == "" {
-		t.Fatalf("the job's container: %v %q", err, out)
-	}
-	kernel, err := exec.Command("docker", "-H", host, "exec", strings.TrimSpace(string(out)), "cat", "/proc/version").CombinedOutput()
-	if err != nil || !strings.Contains(string(kernel), "gvisor") {
-		t.Errorf("the sandbox's kernel is not gVisor's: %v %s", err, kernel)
-	}
-	if code, body := s.do("POST", "/v1/jobs/"+running+"/cancel", "", ""); code != 202 {
-		t.Fatalf("cancel: %d %s", code, body)
-	}
-	if j, _ := s.waitTerminal(running, 2*time.Minute); j.Status != drydock.StatusCancelled || j.Isolation != drydock.IsolationGVisor {
-		t.Errorf("job %s ended %s with isolation %q", running, j.Status, j.Isolation)
-	}
+	requireGVisorKernelThenCancel(t, s, host, running)
 }
