@@ -3,7 +3,6 @@ package e2e_test
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
@@ -17,54 +16,9 @@ import (
 	"github.com/coder/websocket"
 	"github.com/drydockhq/drydock"
 	"github.com/drydockhq/drydock/runtime/docker"
+	"github.com/drydockhq/drydock/runtime/runtimetest"
 	"github.com/drydockhq/drydock/toolbox"
 )
-
-// jupyterExecute runs code in a Jupyter kernel over its channels WebSocket
-// (Jupyter's JSON message protocol) and returns the text of the
-// execute_result.
-func jupyterExecute(ctx context.Context, conn *websocket.Conn, code string) (string, error) {
-	msgID := fmt.Sprintf("e2e-%d", time.Now().UnixNano())
-	req := map[string]any{
-		"header": map[string]any{"msg_id": msgID, "username": "e2e", "session": "e2e",
-			"msg_type": "execute_request", "version": "5.3", "date": time.Now().UTC().Format(time.RFC3339)},
-		"parent_header": map[string]any{}, "metadata": map[string]any{}, "channel": "shell", "buffers": []any{},
-		"content": map[string]any{"code": code, "silent": false, "store_history": false,
-			"user_expressions": map[string]any{}, "allow_stdin": false, "stop_on_error": true},
-	}
-	data, _ := json.Marshal(req)
-	if err := conn.Write(ctx, websocket.MessageText, data); err != nil {
-		return "", err
-	}
-	for {
-		_, msg, err := conn.Read(ctx)
-		if err != nil {
-			return "", err
-		}
-		var m struct {
-			Header struct {
-				MsgType string `json:"msg_type"`
-			}
-			ParentHeader struct {
-				MsgID string `json:"msg_id"`
-			} `json:"parent_header"`
-			Content struct {
-				Data  map[string]any
-				Ename string
-			}
-		}
-		if json.Unmarshal(msg, &m) != nil || m.ParentHeader.MsgID != msgID {
-			continue
-		}
-		switch m.Header.MsgType {
-		case "execute_result":
-			s, _ := m.Content.Data["text/plain"].(string)
-			return s, nil
-		case "error":
-			return "", fmt.Errorf("the kernel raised %s", m.Content.Ename)
-		}
-	}
-}
 
 // Jupyter in a real sandbox, through toolboxd's routes only: started on
 // request under a base URL, its API, its UI page and a kernel's WebSocket
@@ -182,7 +136,7 @@ func TestJupyterInRealSandbox(t *testing.T) {
 			}
 			defer conn.CloseNow()
 			t0 = time.Now()
-			got, err := jupyterExecute(ctx, conn, "import os; 6 * 7, os.getcwd()")
+			got, err := runtimetest.JupyterExecute(ctx, conn, "import os; 6 * 7, os.getcwd()")
 			if err != nil {
 				t.Fatal(err)
 			}

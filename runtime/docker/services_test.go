@@ -95,7 +95,7 @@ func TestJupyterKernelAnswers(t *testing.T) {
 		}
 		defer conn.CloseNow()
 		start = time.Now()
-		got, err := kernelExecute(ctx, conn, "import os; 6 * 7, os.getcwd()")
+		got, err := runtimetest.JupyterExecute(ctx, conn, "import os; 6 * 7, os.getcwd()")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -105,51 +105,6 @@ func TestJupyterKernelAnswers(t *testing.T) {
 		t.Logf("first execution over the kernel's WebSocket: %s", time.Since(start).Round(time.Millisecond))
 		conn.Close(websocket.StatusNormalClosure, "")
 	})
-}
-
-// kernelExecute runs code in a Jupyter kernel over its channels WebSocket
-// and returns the text of its execute_result.
-func kernelExecute(ctx context.Context, conn *websocket.Conn, code string) (string, error) {
-	msgID := "exec-" + drydock.RandomHex(6)
-	req := map[string]any{
-		"header": map[string]any{"msg_id": msgID, "username": "test", "session": "test",
-			"msg_type": "execute_request", "version": "5.3", "date": time.Now().UTC().Format(time.RFC3339)},
-		"parent_header": map[string]any{}, "metadata": map[string]any{}, "channel": "shell", "buffers": []any{},
-		"content": map[string]any{"code": code, "silent": false, "store_history": false,
-			"user_expressions": map[string]any{}, "allow_stdin": false, "stop_on_error": true},
-	}
-	data, _ := json.Marshal(req)
-	if err := conn.Write(ctx, websocket.MessageText, data); err != nil {
-		return "", err
-	}
-	for {
-		_, msg, err := conn.Read(ctx)
-		if err != nil {
-			return "", err
-		}
-		var m struct {
-			Header struct {
-				MsgType string `json:"msg_type"`
-			}
-			ParentHeader struct {
-				MsgID string `json:"msg_id"`
-			} `json:"parent_header"`
-			Content struct {
-				Data  map[string]any
-				Ename string
-			}
-		}
-		if json.Unmarshal(msg, &m) != nil || m.ParentHeader.MsgID != msgID {
-			continue
-		}
-		switch m.Header.MsgType {
-		case "execute_result":
-			s, _ := m.Content.Data["text/plain"].(string)
-			return s, nil
-		case "error":
-			return "", fmt.Errorf("the kernel raised %s", m.Content.Ename)
-		}
-	}
 }
 
 // The live desktop: in the desktop image Xvfb and the VNC server come up,

@@ -19,6 +19,7 @@ import (
 
 	"github.com/drydockhq/drydock"
 	"github.com/drydockhq/drydock/kernel"
+	"github.com/drydockhq/drydock/runtime/runtimetest"
 )
 
 // fakeJupyter stands in for the Jupyter server: it records what reaches it
@@ -316,57 +317,11 @@ func TestJupyterThroughToolboxdForReal(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.CloseNow()
-	got, err := executeOverChannels(ctx, conn, "6 * 7")
+	got, err := runtimetest.JupyterExecute(ctx, conn, "6 * 7")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got != "42" {
 		t.Errorf("execute_result %q, want 42", got)
-	}
-}
-
-// executeOverChannels runs code in a Jupyter kernel over its channels
-// WebSocket (Jupyter's JSON message protocol) and returns the text of the
-// execute_result.
-func executeOverChannels(ctx context.Context, conn *websocket.Conn, code string) (string, error) {
-	msgID := "drydock-test-" + time.Now().Format("150405.000000")
-	req := map[string]any{
-		"header": map[string]any{"msg_id": msgID, "username": "test", "session": "drydock-test",
-			"msg_type": "execute_request", "version": "5.3", "date": time.Now().UTC().Format(time.RFC3339)},
-		"parent_header": map[string]any{}, "metadata": map[string]any{}, "channel": "shell", "buffers": []any{},
-		"content": map[string]any{"code": code, "silent": false, "store_history": false,
-			"user_expressions": map[string]any{}, "allow_stdin": false, "stop_on_error": true},
-	}
-	data, _ := json.Marshal(req)
-	if err := conn.Write(ctx, websocket.MessageText, data); err != nil {
-		return "", err
-	}
-	for {
-		_, msg, err := conn.Read(ctx)
-		if err != nil {
-			return "", err
-		}
-		var m struct {
-			Header struct {
-				MsgType string `json:"msg_type"`
-			}
-			ParentHeader struct {
-				MsgID string `json:"msg_id"`
-			} `json:"parent_header"`
-			Content struct {
-				Data  map[string]any
-				Ename string
-			}
-		}
-		if json.Unmarshal(msg, &m) != nil || m.ParentHeader.MsgID != msgID {
-			continue
-		}
-		switch m.Header.MsgType {
-		case "execute_result":
-			s, _ := m.Content.Data["text/plain"].(string)
-			return s, nil
-		case "error":
-			return "", drydock.Errorf(drydock.EINVALID, "the kernel raised %s", m.Content.Ename)
-		}
 	}
 }
