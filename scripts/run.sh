@@ -7,6 +7,12 @@ cd "$(dirname "$0")/.."
 ensure_go
 
 apt_install ca-certificates curl docker.io mmdebstrap uidmap
+# The image's Node.js comes from the npm registry that npm names: with no
+# registry given, npm is installed to ask it (a fresh Debian's npm names
+# its built-in default).
+if [ -z "${DRYDOCK_NPM_REGISTRY:-}${NPM_CONFIG_REGISTRY:-}${npm_config_registry:-}" ]; then
+	ensure_npm
+fi
 
 # Use the engine that answers; start one when none does (a fresh machine
 # without systemd, or a stopped service). An engine that answers, or one

@@ -30,22 +30,6 @@ if [ "${1:-}" = "--list" ]; then
 	exit 0
 fi
 
-# ensure_npm: Debian's nodejs (18) comes without npm, which is the separate
-# package npm; NodeSource's nodejs bundles its own npm and conflicts with
-# Debian's. So Debian's npm is installed only when npm is still missing
-# after nodejs, and never beside a nodejs that is not Debian's.
-ensure_npm() {
-	command -v npm >/dev/null 2>&1 && return 0
-	v=$(dpkg-query -W -f='${Version}' nodejs 2>/dev/null || true)
-	case "$v" in
-	*nodesource*)
-		# Warned, not fatal: the tests that need npm skip without it.
-		echo "warning: NodeSource's nodejs $v is installed without its npm: reinstall it (apt-get install --reinstall nodejs); Debian's npm conflicts with it" >&2
-		return 0
-		;;
-	esac
-	apt_install npm
-}
 
 . scripts/lib.sh
 apt_install "${PACKAGES[@]}"
