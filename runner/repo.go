@@ -154,6 +154,9 @@ func (g *sandboxGit) run(ctx context.Context, what string, stdin []byte, args ..
 				msg = "the repository refused the token in the job's secret " + g.job.Repo.Secret + " (" + msg + ")"
 			}
 		}
+		if what == "" {
+			return "", drydock.Errorf(drydock.EINVALID, "%s", msg)
+		}
 		return "", drydock.Errorf(drydock.EINVALID, "%s: %s", what, msg)
 	}
 	return strings.TrimSpace(out.String()), nil
