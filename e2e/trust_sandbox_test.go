@@ -2,6 +2,7 @@ package e2e_test
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -93,8 +94,16 @@ http.request({host: "127.0.0.1", port: 3128, method: "CONNECT", path: host + ":"
 }).on("error", e => console.log("node error: " + e.message)).end();
 '`
 
+// chromiumProbe fetches the same page with the desktop's Chromium, which
+// keeps its own trust store (NSS) and reads none of the variables, once
+// curl (which reads them) shows that the proxy is open. Chromium is told
+// the proxy, which it would otherwise skip for a loopback address.
+const chromiumProbe = `curl -sS -m 15 "https://$TARGET_HOST:$TARGET_PORT/" 2>&1 | sed 's/^/curl: /'; echo
+timeout 60 chromium --headless --disable-gpu --proxy-server=http://127.0.0.1:3128 --proxy-bypass-list='<-loopback>' --dump-dom "https://$TARGET_HOST:$TARGET_PORT/" 2>/tmp/chromium.log | tr -d '\n' | sed 's/^/chromium: /'; echo
+grep -a 'Page load failed' /tmp/chromium.log | tail -1; echo node`
+
 // A sandbox trusts the CAs the operator gives with --sandbox-ca, in curl,
-// Python and node alike, and only then: the same sandbox setup without
+// Python, node and the desktop's Chromium alike, and only then: the same sandbox setup without
 // the flag fails the TLS handshake. The destination reaches the job through
 // --egress-default, so the server-wide default is exercised end to end too.
 func TestSandboxTrustsTheOperatorsCAs(t *testing.T) {
@@ -125,8 +134,12 @@ func trustsTheOperatorsCAs(t *testing.T, host string) {
 	}
 	// probe runs trustProbe in the job's sandbox as the agent's commands
 	// run (through toolboxd, with the job's variables).
-	probe := func(t *testing.T, s *server, id string) string {
+	probe := func(t *testing.T, s *server, id string, script ...string) string {
 		t.Helper()
+		command := trustProbe
+		if len(script) > 0 {
+			command = script[0]
+		}
 		rt := engineRuntime(t, host)
 		var sb *drydock.Sandbox
 		for deadline := time.Now().Add(2 * time.Minute); sb == nil; time.Sleep(200 * time.Millisecond) {
@@ -147,7 +160,7 @@ func trustsTheOperatorsCAs(t *testing.T, host string) {
 		var out bytes.Buffer
 		for deadline := time.Now().Add(time.Minute); ; time.Sleep(300 * time.Millisecond) {
 			out.Reset()
-			_, err := tb.Exec(t.Context(), toolbox.ExecRequest{Command: trustProbe, Env: map[string]string{"TARGET_HOST": "127.0.0.2", "TARGET_PORT": port}}, &out, &out)
+			_, err := tb.Exec(t.Context(), toolbox.ExecRequest{Command: command, Env: map[string]string{"TARGET_HOST": "127.0.0.2", "TARGET_PORT": port}}, &out, &out)
 			if err == nil && !strings.Contains(out.String(), "502") && strings.Contains(out.String(), "node") {
 				break
 			}
@@ -199,6 +212,19 @@ func trustsTheOperatorsCAs(t *testing.T, host string) {
 		s := serve(t, "--sandbox-ca", caFile)
 		id := s.schedule(hang)
 		trusted(t, "with --sandbox-ca", probe(t, s, id))
+		end(t, s, id)
+	})
+	// Chromium on the desktop trusts the CA through the NSS database the
+	// runner fills, although it reads none of the variables.
+	t.Run("chromium", func(t *testing.T) {
+		t.Parallel()
+		image := cmp.Or(os.Getenv("DRYDOCK_TEST_IMAGE_DESKTOP"), "drydock-sandbox:desktop")
+		s := serve(t, "--sandbox-ca", caFile, "--image-desktop", image)
+		id := s.schedule(`{"task": "wait [fake:steps=0] [fake:hang]", "timeout": "10m", "profile": "desktop"}`)
+		out := probe(t, s, id, chromiumProbe)
+		if line, _, _ := strings.Cut(out[strings.Index(out, "chromium:")+1:], "\n"); !strings.Contains(out, "chromium: <html") || !strings.Contains(line, "hello over inspected tls") {
+			t.Errorf("the desktop's Chromium does not trust the CA given with --sandbox-ca:\n%s", out)
+		}
 		end(t, s, id)
 	})
 	// A warm sandbox started before any job, and the same sandbox after the
