@@ -17,8 +17,13 @@ import (
 // has no diff.
 type differ interface {
 	Baseline(ctx context.Context) (string, error)
-	Diff(ctx context.Context, binary bool, mask func(string) string) (*toolbox.DiffResult, error)
+	DiffWith(ctx context.Context, opts toolbox.DiffOptions) (*toolbox.DiffResult, error)
 }
+
+// kindDiffBaseline marks the log event that records the baseline's commit
+// outside the sandbox, so that the final diff can check that the sandbox's
+// copy of the starting point is still that commit.
+const kindDiffBaseline = "diff_baseline"
 
 // baseline records the workspace as the job's starting point, right before
 // the agent first runs: after anything that seeds the workspace, so the
@@ -34,6 +39,10 @@ func (r *Runner) baseline(ctx context.Context, job *drydock.Job, sb *drydock.San
 		log.Warn("record the workspace's starting point; the job will have no diff", "err", mask(job, err.Error()))
 		emit.Emit(ctx, drydock.EventLog, map[string]any{"level": "warn", "message": "recording the workspace's starting point failed, so the job will have no diff: " + drydock.ErrorMessage(err)})
 		return
+	}
+	if err := emit.Emit(ctx, drydock.EventLog, map[string]any{"level": "info", "kind": kindDiffBaseline, "commit": commit,
+		"message": "the workspace's starting point for the diff is recorded (commit " + commit + ")"}); err != nil {
+		log.Warn("record the baseline's commit", "err", err)
 	}
 	log.Info("workspace baseline recorded", "commit", commit)
 }
@@ -52,7 +61,20 @@ func (r *Runner) storeDiff(ctx context.Context, job *drydock.Job, sb *drydock.Sa
 		vals := maskValues(job)
 		maskFn = func(s string) string { return secretbox.MaskString(s, vals) }
 	}
-	res, err := d.Diff(ctx, len(job.Secrets) == 0, maskFn)
+	// The diff is checked against the commit recorded when the job
+	// started, once nothing of the agent's runs to change it meanwhile.
+	base, err := r.loggedCommit(ctx, job.ID, kindDiffBaseline)
+	if err != nil {
+		return err
+	}
+	verify := base != ""
+	if err := r.quiesce(ctx, sb); err != nil {
+		// Checked while the agent's processes run, the check proves
+		// nothing: the diff is made as for a live job.
+		r.log.Warn("the diff's starting point is not checked", "job_id", job.ID, "err", err)
+		verify = false
+	}
+	res, err := d.DiffWith(ctx, toolbox.DiffOptions{Binary: len(job.Secrets) == 0, Mask: maskFn, Base: base, Verify: verify})
 	if errors.Is(err, toolbox.ErrNoBaseline) {
 		return nil
 	}

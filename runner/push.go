@@ -60,10 +60,8 @@ func (r *Runner) push(ctx context.Context, job *drydock.Job, sb *drydock.Sandbox
 		"DRYDOCK_PUSH_BASE": base, "DRYDOCK_PUSH_URL": job.Repo.URL, "DRYDOCK_PUSH_BRANCH": job.Repo.Push.Branch} {
 		git.env[k] = v
 	}
-	// Only a sandbox with its own process namespace may have its other
-	// processes ended: in the local runtime they are the host's.
-	if sb.Isolation != drydock.IsolationNone {
-		git.env["DRYDOCK_PUSH_END_OTHERS"] = "1"
+	if err := r.quiesce(ctx, sb); err != nil {
+		return "", fmt.Errorf("%w; nothing was pushed", err)
 	}
 	msg := strings.TrimSpace(mask(job, summary))
 	if msg == "" {
@@ -76,9 +74,9 @@ func (r *Runner) push(ctx context.Context, job *drydock.Job, sb *drydock.Sandbox
 // pushScript commits the workspace on top of the cloned commit and pushes
 // that commit, with nothing the agent could have arranged between the
 // token and the repository's server:
-//   - every other process of the sandbox is stopped and killed first
-//     (repeatedly, until none is left), so that none can read git's
-//     environment in /proc or change the files below while git runs;
+//   - it runs once quiesce ended every other process of the sandbox, so
+//     that none can read git's environment in /proc or change the files
+//     below while git runs;
 //   - git runs from /usr/bin with no global configuration (the agent's
 //     ~/.gitconfig) and a repository of its own in a fresh directory, so
 //     the workspace's .git/config (url.insteadOf, http.proxy, sslVerify,
@@ -94,32 +92,6 @@ const pushScript = `set -u
 PATH=/usr/bin:/bin
 export PATH GIT_CONFIG_GLOBAL=/dev/null
 fail() { printf '%s\n' "$*" >&2; exit 1; }
-if [ "${DRYDOCK_PUSH_END_OTHERS:-}" = 1 ]; then
-	init=
-	read -r init </proc/1/comm || true
-	case $init in
-	toolboxd | docker-init | podman-init | tini | catatonit) ;;
-	*) fail "the sandbox's first process is ${init:-unknown}, not toolboxd or an init it knows, so its other processes were not ended; nothing was pushed" ;;
-	esac
-	rounds=0
-	while :; do
-		n=0
-		for d in /proc/[0-9]*; do
-			pid=${d#/proc/}
-			case $pid in 1 | "$$" | "$PPID") continue ;; esac
-			st=
-			read -r st <"$d/stat" 2>/dev/null || continue
-			case ${st##*") "} in Z* | X*) continue ;; esac
-			if kill -STOP "$pid" 2>/dev/null; then
-				kill -KILL "$pid" 2>/dev/null
-				n=$((n + 1))
-			fi
-		done
-		[ "$n" -eq 0 ] && break
-		rounds=$((rounds + 1))
-		[ "$rounds" -lt 200 ] || fail "processes of the sandbox kept starting while they were being ended; nothing was pushed"
-	done
-fi
 work=$PWD
 [ -d "$work/.git/objects" ] || fail "the workspace has no .git directory any more, so the cloned commit is gone; nothing was pushed"
 tmp=$(mktemp -d) || fail "no temporary directory"

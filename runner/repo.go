@@ -193,6 +193,12 @@ func repoEnv(job *drydock.Job) (map[string]string, error) {
 // clonedCommit is the commit the job's log records a completed clone of,
 // or "" when there is none.
 func (r *Runner) clonedCommit(ctx context.Context, jobID string) (string, error) {
+	return r.loggedCommit(ctx, jobID, kindRepoCloned)
+}
+
+// loggedCommit is the commit of the first log event of this kind in the
+// job's log, or "" when there is none.
+func (r *Runner) loggedCommit(ctx context.Context, jobID, kind string) (string, error) {
 	for after := int64(0); ; {
 		page, err := r.deps.Store.ListEvents(ctx, jobID, after, 1000)
 		if err != nil {
@@ -203,7 +209,7 @@ func (r *Runner) clonedCommit(ctx context.Context, jobID string) (string, error)
 				continue
 			}
 			var d struct{ Kind, Commit string }
-			if json.Unmarshal(ev.Data, &d) == nil && d.Kind == kindRepoCloned && d.Commit != "" {
+			if json.Unmarshal(ev.Data, &d) == nil && d.Kind == kind && d.Commit != "" {
 				return d.Commit, nil
 			}
 		}

@@ -44,22 +44,36 @@ g update-ref refs/drydock/baseline HEAD
 g rev-parse HEAD
 `
 
-// diffScript marks new files as intent-to-add in a copy of the baseline's
-// index (so that live diffs running at once do not share a lock, and
-// unchanged files are not hashed again) and diffs the working tree against
-// the baseline commit. Nothing of the final workspace is written into the
-// git directory: a large new file costs the sandbox's home no space, and a
-// diff cut at the limit stops git before it read everything.
-const diffScript = diffPrelude + `g rev-parse -q --verify refs/drydock/baseline^{commit} >/dev/null || { echo "no baseline: the job's starting point was not recorded" >&2; exit 3; }
-idx=$(mktemp "$d/index.XXXXXX")
-trap 'rm -f "$idx"' EXIT
-# -p: git trusts an entry whose file is older than the index file (racy
-# git); a fresh copy's mtime would make a same-size change made in the
-# baseline's second look clean.
-cp -p "$d/index" "$idx"
-export GIT_INDEX_FILE="$idx"
+// diffScript diffs the working tree against the baseline commit in a git
+// directory of its own, made afresh in a temporary directory, that only
+// borrows the objects of the one the baseline wrote (alternates): the
+// configuration, info/exclude, hooks and index of that directory, which the
+// sandbox's processes can write, are never read. The baseline commit is the
+// one the caller recorded (DRYDOCK_DIFF_BASE), or else the directory's ref.
+// With DRYDOCK_DIFF_VERIFY=1, git fsck first checks every object against its
+// name, so a starting point rewritten in the sandbox fails the diff instead
+// of hiding a change. The index starts from the commit's tree with no file
+// times, so every file is compared by content. Nothing of the final
+// workspace is written into a git directory: a large new file costs the
+// sandbox no space, and a diff cut at the limit stops git before it read
+// everything.
+const diffScript = diffPrelude + `base=${DRYDOCK_DIFF_BASE:-}
+if [ -z "$base" ]; then
+	base=$(g rev-parse -q --verify refs/drydock/baseline^{commit}) || { echo "no baseline: the job's starting point was not recorded" >&2; exit 3; }
+fi
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+[ -d "$d/objects" ] || { echo "the job's starting point ($d) is gone from the sandbox" >&2; exit 4; }
+export GIT_DIR="$tmp/git" GIT_INDEX_FILE="$tmp/index"
+g init -q
+printf '%s\n' "$d/objects" >"$GIT_DIR/objects/info/alternates"
+g cat-file -e "$base^{commit}" 2>/dev/null || { echo "the job's starting point (commit $base) is gone from the sandbox's copy" >&2; exit 4; }
+if [ "${DRYDOCK_DIFF_VERIFY:-}" = 1 ]; then
+	out=$(g fsck --full --no-dangling --no-progress "$base" 2>&1) || { printf 'the copy of the job'"'"'s starting point kept in the sandbox was altered: %.300s\n' "$out" >&2; exit 4; }
+fi
+g read-tree "$base"
 g add --intent-to-add -- .
-g diff --no-color --no-ext-diff --no-textconv --src-prefix=a/ --dst-prefix=b/ -M "$@" refs/drydock/baseline --
+g diff --no-color --no-ext-diff --no-textconv --src-prefix=a/ --dst-prefix=b/ -M "$@" "$base" --
 `
 
 // Baseline records the workspace as it is now as the starting point that
@@ -87,12 +101,44 @@ type DiffResult struct {
 // ErrNoBaseline is returned by Diff for a sandbox without a baseline.
 var ErrNoBaseline = errors.New("no baseline")
 
+// DiffOptions says how DiffWith diffs.
+type DiffOptions struct {
+	// Binary gives binary files a git binary patch; without it they show
+	// only "Binary files ... differ".
+	Binary bool
+	// Mask, when not nil, rewrites the patch before it is cut to size, so a
+	// secret value that spans the cut is masked too.
+	Mask func(string) string
+	// Base is the baseline commit Baseline returned, kept outside the
+	// sandbox; "" takes the one the sandbox's git directory names.
+	Base string
+	// Verify checks every object of the starting point against its name
+	// first (git fsck): slower, and only meaningful once no process of the
+	// sandbox can change it while the diff runs.
+	Verify bool
+}
+
 // Diff returns the unified diff (git format, renames found) of the
-// workspace against the baseline. With binary, binary files carry a git
-// binary patch; without, only "Binary files ... differ". mask, when not
-// nil, rewrites the patch before it is cut to size, so a secret value that
-// spans the cut is masked too.
+// workspace against the baseline the sandbox names: DiffWith with only
+// Binary and Mask.
 func (c *Client) Diff(ctx context.Context, binary bool, mask func(string) string) (*DiffResult, error) {
+	return c.DiffWith(ctx, DiffOptions{Binary: binary, Mask: mask})
+}
+
+// DiffWith returns the unified diff (git format, renames found) of the
+// workspace against its baseline, as opts say.
+func (c *Client) DiffWith(ctx context.Context, opts DiffOptions) (*DiffResult, error) {
+	binary, mask := opts.Binary, opts.Mask
+	env := map[string]string{}
+	if opts.Base != "" {
+		if !isCommitID(opts.Base) {
+			return nil, drydock.Errorf(drydock.EINVALID, "diff workspace: %q is not a commit id", opts.Base)
+		}
+		env["DRYDOCK_DIFF_BASE"] = opts.Base
+	}
+	if opts.Verify {
+		env["DRYDOCK_DIFF_VERIFY"] = "1"
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	// Keep a little more than the limit, so that masking sees the values
@@ -103,7 +149,7 @@ func (c *Client) Diff(ctx context.Context, binary bool, mask func(string) string
 	if binary {
 		args = append(args, "--binary")
 	}
-	res, err := c.Exec(ctx, ExecRequest{Args: args, Timeout: drydock.Duration(5 * time.Minute)}, out, &limited{b: &errb, n: 4096})
+	res, err := c.Exec(ctx, ExecRequest{Args: args, Env: env, Timeout: drydock.Duration(5 * time.Minute)}, out, &limited{b: &errb, n: 4096})
 	switch {
 	case out.over:
 		// Cut on purpose; how git ended does not matter.
@@ -111,6 +157,10 @@ func (c *Client) Diff(ctx context.Context, binary bool, mask func(string) string
 		return nil, fmt.Errorf("diff workspace: %w", err)
 	case res.ExitCode == 3:
 		return nil, ErrNoBaseline
+	case res.ExitCode == 4:
+		// The starting point the sandbox kept is gone or is not the one
+		// recorded: a diff against it could hide a change.
+		return nil, drydock.Errorf(drydock.ECONFLICT, "%s", strings.TrimSpace(errb.String()))
 	case res.ExitCode != 0:
 		return nil, drydock.Errorf(drydock.EUNAVAILABLE, "diff workspace: exit %d: %s", res.ExitCode, strings.TrimSpace(errb.String()))
 	}
@@ -148,4 +198,18 @@ func (l *limited) Write(p []byte) (int, error) {
 		return len(p), nil
 	}
 	return l.b.Write(p)
+}
+
+// isCommitID reports whether s is a full hexadecimal object name (SHA-1
+// or SHA-256).
+func isCommitID(s string) bool {
+	if len(s) != 40 && len(s) != 64 {
+		return false
+	}
+	for _, c := range s {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
 }
