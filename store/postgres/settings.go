@@ -2,6 +2,8 @@ package postgres
 
 import (
 	"context"
+
+	"github.com/drydockhq/drydock/store/sqlstore"
 )
 
 // settingSecretsKey names the row holding the secrets key's check value.
@@ -20,7 +22,7 @@ func (s *Store) BindSecretsKey(ctx context.Context, check []byte, replace bool) 
 	err := s.pool.QueryRow(ctx, `INSERT INTO settings (name, value) VALUES ($1, $2)
 		ON CONFLICT (name) DO UPDATE SET value = `+set+` RETURNING value`, settingSecretsKey, check).Scan(&bound)
 	if err != nil {
-		return nil, wrapErr("bind secrets key", err)
+		return nil, sqlstore.Wrap("bind secrets key", err)
 	}
 	return bound, nil
 }
