@@ -131,8 +131,8 @@ func (s *Store) GetJob(ctx context.Context, id string) (*drydock.Job, error) {
 }
 
 // ListJobs pages through jobs by descending id: ids are UUIDv7, so this is
-// newest first, and the cursor is the last id of the page. The cursor has
-// the SQLite store's form, so it means the same whichever store issued it.
+// newest first, and the cursor is the last id of the page, in
+// sqlstore's form, so it means the same whichever store issued it.
 func (s *Store) ListJobs(ctx context.Context, f drydock.JobFilter) ([]*drydock.Job, string, error) {
 	limit := sqlstore.ListLimit(f.Limit)
 
