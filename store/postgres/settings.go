@@ -6,9 +6,6 @@ import (
 	"github.com/drydockhq/drydock/store/sqlstore"
 )
 
-// settingSecretsKey names the row holding the secrets key's check value.
-const settingSecretsKey = "secrets_key_check"
-
 // BindSecretsKey implements drydock.Store. Without replace, the conflict
 // clause rewrites the row with its own value so that RETURNING yields what
 // is recorded; a concurrent first insert makes this one wait for its commit
@@ -20,7 +17,7 @@ func (s *Store) BindSecretsKey(ctx context.Context, check []byte, replace bool) 
 	}
 	var bound []byte
 	err := s.pool.QueryRow(ctx, `INSERT INTO settings (name, value) VALUES ($1, $2)
-		ON CONFLICT (name) DO UPDATE SET value = `+set+` RETURNING value`, settingSecretsKey, check).Scan(&bound)
+		ON CONFLICT (name) DO UPDATE SET value = `+set+` RETURNING value`, sqlstore.SecretsKeySetting, check).Scan(&bound)
 	if err != nil {
 		return nil, sqlstore.Wrap("bind secrets key", err)
 	}

@@ -11,10 +11,6 @@ import (
 	"github.com/drydockhq/drydock/store/sqlstore"
 )
 
-// lastUsedGranularity is how stale LastUsedAt may get: a token used on every
-// request would otherwise turn every read into a write.
-const lastUsedGranularity = time.Minute
-
 func scanToken(row pgx.Row) (*drydock.Token, error) {
 	var t drydock.Token
 	var revoked, lastUsed *time.Time
@@ -57,7 +53,7 @@ func (s *Store) CreateToken(ctx context.Context, t *drydock.Token) error {
 }
 
 // TokenByHash returns the unrevoked token with hash. It records the use in
-// LastUsedAt, at most once per lastUsedGranularity and without waiting for
+// LastUsedAt, at most once per sqlstore.LastUsedGranularity and without waiting for
 // the write.
 func (s *Store) TokenByHash(ctx context.Context, hash []byte) (*drydock.Token, error) {
 	t, err := scanToken(s.pool.QueryRow(ctx,
@@ -68,14 +64,14 @@ func (s *Store) TokenByHash(ctx context.Context, hash []byte) (*drydock.Token, e
 	if err != nil {
 		return nil, sqlstore.Wrap("token by hash", err)
 	}
-	if t.LastUsedAt == nil || time.Since(*t.LastUsedAt) >= lastUsedGranularity {
+	if t.LastUsedAt == nil || time.Since(*t.LastUsedAt) >= sqlstore.LastUsedGranularity {
 		id := t.ID
 		// The condition, on the database clock, keeps replicas that saw the
 		// same stale value from all writing it.
 		s.background(func(ctx context.Context) error {
 			_, err := s.pool.Exec(ctx, `UPDATE tokens SET last_used_at = now() WHERE id = $1
 				AND (last_used_at IS NULL OR last_used_at <= now() - $2::bigint * interval '1 microsecond')`,
-				id, micros(lastUsedGranularity))
+				id, micros(sqlstore.LastUsedGranularity))
 			return err
 		})
 	}

@@ -11,10 +11,6 @@ import (
 	"github.com/drydockhq/drydock/store/sqlstore"
 )
 
-// lastUsedGranularity is how stale LastUsedAt may get: a token used on every
-// request would otherwise turn every read into a write.
-const lastUsedGranularity = time.Minute
-
 func scanToken(row scanner) (*drydock.Token, error) {
 	var (
 		t                 drydock.Token
@@ -64,7 +60,7 @@ func (s *Store) CreateToken(ctx context.Context, t *drydock.Token) error {
 }
 
 // TokenByHash returns the unrevoked token with hash. It records the use in
-// LastUsedAt, at most once per lastUsedGranularity and without waiting for
+// LastUsedAt, at most once per sqlstore.LastUsedGranularity and without waiting for
 // the write.
 func (s *Store) TokenByHash(ctx context.Context, hash []byte) (*drydock.Token, error) {
 	t, err := scanToken(s.reads.queryRow(ctx,
@@ -76,7 +72,7 @@ func (s *Store) TokenByHash(ctx context.Context, hash []byte) (*drydock.Token, e
 		return nil, fmt.Errorf("token by hash: %w", err)
 	}
 	used := now()
-	if t.LastUsedAt == nil || used.Sub(*t.LastUsedAt) >= lastUsedGranularity {
+	if t.LastUsedAt == nil || used.Sub(*t.LastUsedAt) >= sqlstore.LastUsedGranularity {
 		id := t.ID
 		s.w.try(func(ctx context.Context, tx *wtx) error {
 			_, err := tx.ExecContext(ctx, `UPDATE tokens SET last_used_at = ? WHERE id = ?

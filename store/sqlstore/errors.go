@@ -79,30 +79,3 @@ func TooManyMessages(id string, n int) error {
 func EgressFixed(id, status string) error {
 	return drydock.Errorf(drydock.ECONFLICT, "job %s is %s; its egress can no longer change", id, status)
 }
-
-// CheckToken checks a token before it is stored.
-func CheckToken(t *drydock.Token) error {
-	if t.ID == "" {
-		return drydock.Errorf(drydock.EINVALID, "token id is required")
-	}
-	if len(t.Hash) == 0 {
-		return drydock.Errorf(drydock.EINVALID, "token hash is required")
-	}
-	return nil
-}
-
-// TokenTaken is the error of a token whose id or hash is already stored.
-func TokenTaken() error {
-	return drydock.Errorf(drydock.ECONFLICT, "a token with this id or secret already exists")
-}
-
-// NoSuchToken is the error of a lookup that finds no unrevoked token. It
-// names nothing: the caller may be probing for tokens.
-func NoSuchToken() error {
-	return drydock.Errorf(drydock.ENOTFOUND, "no such token")
-}
-
-// TokenNotFound is the error of a revocation of a token id never stored.
-func TokenNotFound(id string) error {
-	return drydock.Errorf(drydock.ENOTFOUND, "token %s not found", id)
-}

@@ -21,10 +21,6 @@ const JobColumns = `id, owner_id, status, created_at, started_at, finished_at, e
 	paused_at, paused_ms, pauses, paused_by, control_lease, control_by, control_expires_at,
 	isolation, agent`
 
-// TokenColumns is the column list of the tokens table, in the order both
-// stores scan it.
-const TokenColumns = `id, name, admin, hash, created_at, revoked_at, last_used_at`
-
 // JobRow is a job as its columns hold it, for the columns whose type is
 // the same in both dialects; a store scans the time columns into its own
 // types, sets them on Job, and calls Decode.
