@@ -24,14 +24,14 @@ type AgentRun struct {
 	// Progress records steps and usage; the runner persists it.
 	Progress func(ctx context.Context, steps int, usage Usage) error
 	// Inbox returns the job's EventUserMessage events with Seq > after, in
-	// order (issue 16 §1); nil when the job takes no messages. The agent
+	// order; nil when the job takes no messages. The agent
 	// asks before every model call and marks each message it delivers
 	// (LogMessageDelivered), so a message reaches the model exactly once.
 	Inbox func(ctx context.Context, after int64) ([]*Event, error)
 	// Ask records the question an interactive job's agent waits on as the
 	// job's waiting_for ("" clears it); nil when no one can be asked.
 	Ask func(ctx context.Context, question string) error
-	// Hold (pause, issue 16 §2) returns at once while the job is not
+	// Hold (pause.go) returns at once while the job is not
 	// paused, and otherwise blocks until it is resumed or ctx ends. The
 	// agent calls it before every model call and every tool call. It
 	// returns what the pauses since its last call were (nil: none), for

@@ -1,6 +1,6 @@
 package drydock
 
-// Limits of follow-ups (issue 16): a job that continues a finished one.
+// Limits of follow-ups: jobs that continue a finished one.
 const (
 	// MaxFollowUpDepth is the most jobs one chain of follow-ups holds,
 	// the root included: the runner loads every ancestor's conversation

@@ -81,7 +81,7 @@ type JobSpec struct {
 	// agent starts; nil starts from an empty workspace.
 	Repo *RepoSpec `json:"repo,omitempty"`
 	// Interactive offers the agent the ask_user tool: it may ask the
-	// user a question and wait for a message (issue 16).
+	// user a question and wait for a message (Store.AppendMessage).
 	Interactive bool `json:"interactive,omitempty"`
 	// Agent is who works in the sandbox: "" the server's agent, AgentNone
 	// nobody: the sandbox is prepared as for any job (isolation, egress,
@@ -229,7 +229,7 @@ type Job struct {
 	// WaitingFor is the question an interactive job's agent asked and
 	// waits on an answer to; empty when it waits for nothing.
 	WaitingFor string `json:"waiting_for,omitempty"`
-	// ParentJobID is the finished job this one follows up (issue 16): its
+	// ParentJobID is the finished job this one follows up: its
 	// workspace starts from the parent's archive and its agent from the
 	// parent's conversation. "" for a job that starts afresh.
 	ParentJobID string `json:"parent_job_id,omitempty"`
@@ -237,7 +237,7 @@ type Job struct {
 	// first; filled by the API for one job (Store.FollowUps), not in lists.
 	FollowUps []string `json:"follow_ups,omitempty"`
 
-	// Pause (issue 16 §2; pause.go). Paused is true while a person paused
+	// Pause (pause.go). Paused is true while a person paused
 	// the job or holds control of its desktop; PausedAt is when the
 	// current pause began; PausedSeconds (set by the HTTP layer) is the
 	// paused time so far, the current pause included; PausedBy names who
@@ -262,9 +262,10 @@ type Job struct {
 	StatusURL string `json:"status_url,omitempty"`
 	EventsURL string `json:"events_url,omitempty"`
 	VNCURL    string `json:"vnc_url,omitempty"`
-	// DownloadURL is the workspace as a zip, as the original designs
-	// promise; Result is the same link under the name one of them uses, and
-	// DownloadURLTar the tar.gz (modes and links kept exactly).
+	// DownloadURL is the workspace as a zip, the link scripts written
+	// against /status read; Result is the same link under the other name
+	// such scripts use, and DownloadURLTar the tar.gz (modes and links kept
+	// exactly).
 	DownloadURL    string `json:"download_url,omitempty"`
 	Result         string `json:"result,omitempty"`
 	DownloadURLTar string `json:"download_url_tar,omitempty"`
@@ -324,7 +325,7 @@ type JobResult struct {
 	// PushedCommit is set when the job pushed its changes (RepoPush).
 	PushedCommit string
 	// KeepSecrets keeps the job's sealed secrets after it ends, so that a
-	// follow-up can inherit them (issue 16); the runner's reaper erases
+	// follow-up can inherit them; the runner's reaper erases
 	// them once the server's follow-up window has passed
 	// (Store.EraseSecretsFinishedBefore). False erases them now.
 	KeepSecrets bool

@@ -111,6 +111,33 @@ func TestLayering(t *testing.T) {
 	}
 }
 
+// toolboxd runs inside every sandbox, so what it links is attack surface and
+// weight there. The host's side of its API (package toolbox/hostclient: one
+// client per sandbox, the host's half of a claim) stays out, and so does
+// every module package not listed here: linking a new one into toolboxd is
+// a decision to make in this list, not a side effect of an import.
+func TestToolboxdLinksOnlyTheSandboxSide(t *testing.T) {
+	pkgs := listPackages(t)
+	toolboxd, ok := pkgs[module+"/cmd/toolboxd"]
+	if !ok {
+		t.Fatalf("go list did not list %s/cmd/toolboxd", module)
+	}
+	sandboxSide := []string{"", "toolbox", "toolbox/server", "desktop", "kernel", "unixsock", "oomscore"}
+	for _, d := range toolboxd.deps {
+		if d != module && !strings.HasPrefix(d, module+"/") {
+			continue // the standard library and other modules
+		}
+		if within(d, "toolbox/hostclient") {
+			t.Errorf("cmd/toolboxd depends on %s: the orchestrator's toolbox clients have no place in the sandbox", d)
+			continue
+		}
+		rel := strings.TrimPrefix(strings.TrimPrefix(d, module), "/")
+		if !slices.Contains(sandboxSide, rel) {
+			t.Errorf("cmd/toolboxd depends on %s, which is not among the packages it may link (%s): add it there if it belongs inside every sandbox", d, strings.Join(sandboxSide[1:], ", "))
+		}
+	}
+}
+
 // cmd/drydock is one package, so its rule is per file: only the server's
 // composition root wires the server's parts together; every other
 // subcommand reaches a server through package client, as a user's program

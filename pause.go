@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// Pause and take-over (issue 16 §2). A job is paused while a person paused
+// Pause and take-over. A job is paused while a person paused
 // it (PausedBy) or holds control of its live desktop (ControlLease), or
 // both; its agent makes no model call and runs no tool until neither holds.
 // The state lives in the store, so every replica sees the same.

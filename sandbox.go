@@ -66,7 +66,7 @@ type Sandbox struct {
 // Isolations a sandbox runs under (Sandbox.Isolation).
 const (
 	// IsolationGVisor: gVisor's runsc, a kernel in user space between the
-	// sandbox and the host's (issue 17).
+	// sandbox and the host's; the default wherever the engine offers it.
 	IsolationGVisor = "gvisor"
 	// IsolationRunc: namespaces, cgroups, seccomp and dropped capabilities
 	// on the host's kernel (the engine's default OCI runtime).

@@ -100,7 +100,7 @@ type Store interface {
 	Ping(ctx context.Context) error
 	Close() error
 
-	// Messages to a job's agent (issue 16 §1, msg).
+	// Messages to a job's agent.
 
 	// AppendMessage appends e as AppendEvent does, but only to a job that
 	// has not finished, checked in the same transaction: ECONFLICT once
@@ -111,7 +111,7 @@ type Store interface {
 	// FinishJob clears it.
 	SetWaitingFor(ctx context.Context, id, owner, question string) error
 
-	// Follow-ups (issue 16, part "follow"). CreateJob stores
+	// Follow-ups. CreateJob stores
 	// Job.ParentJobID, and every read returns it.
 
 	// FollowUps returns the ids of the jobs whose ParentJobID is id,
@@ -125,7 +125,7 @@ type Store interface {
 	// follow-up window.
 	EraseSecretsFinishedBefore(ctx context.Context, t time.Time) (int, error)
 
-	// Pause (issue 16 §2).
+	// Pause and take-over (pause.go).
 
 	// ChangePause applies c to the job's pause state with ApplyPause, in
 	// one transaction with the paused/resumed events it records, and

@@ -11,7 +11,7 @@ import (
 
 	"github.com/drydockhq/drydock"
 	"github.com/drydockhq/drydock/secretbox"
-	"github.com/drydockhq/drydock/toolbox"
+	"github.com/drydockhq/drydock/toolbox/hostclient"
 	"github.com/drydockhq/drydock/watch"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -73,7 +73,7 @@ type Config struct {
 	// Toolbox holds the clients of sandboxes' toolboxd, shared with the
 	// runner so that one connection pool serves a sandbox; nil means a pool
 	// of the server's own.
-	Toolbox *toolbox.Pool
+	Toolbox *hostclient.Clients
 	// LinkKeyFile keeps the key that signs live-view links (created on
 	// first use), so that links survive a restart; "" keeps a random key
 	// in memory.
@@ -154,7 +154,7 @@ func New(cfg Config, store *watch.Store, queue Queue, artifacts drydock.Artifact
 		cfg.SSEPing = 15 * time.Second
 	}
 	if cfg.Toolbox == nil {
-		cfg.Toolbox = toolbox.NewPool()
+		cfg.Toolbox = hostclient.NewClients()
 	}
 	if cfg.MaxUploads <= 0 {
 		cfg.MaxUploads = DefaultMaxUploads

@@ -23,6 +23,7 @@ import (
 	localrt "github.com/drydockhq/drydock/runtime/local"
 	"github.com/drydockhq/drydock/store/sqlite"
 	"github.com/drydockhq/drydock/toolbox"
+	"github.com/drydockhq/drydock/toolbox/hostclient"
 	"github.com/drydockhq/drydock/watch"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/prometheus/client_golang/prometheus"
@@ -100,7 +101,7 @@ func serve(t *testing.T, dev bool) *bundle {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pool := toolbox.NewPool()
+	pool := hostclient.NewClients()
 	ws := watch.Wrap(st)
 	ag := &fake.Agent{Dial: func(sb *drydock.Sandbox) fake.Workspace { return pool.Get(sb) }}
 	run := runner.New(runner.Config{NodeID: "n", PollInterval: 20 * time.Millisecond, LeaseTTL: 600 * time.Millisecond}, runner.Deps{

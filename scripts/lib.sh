@@ -282,9 +282,9 @@ stop_dockerd() {
 	log "dockerd stopped"
 }
 
-# gVisor's runsc (issue 17), built from the Go module proxy: no binary is
-# published where these machines reach, and Debian's (2022) lacks the
-# systrap platform. It must be static: runsc re-executes itself inside an
+# gVisor's runsc (the default isolation), built from the Go module proxy:
+# no binary is published where these machines reach, and Debian's (2022)
+# lacks the systrap platform. It must be static: runsc re-executes itself inside an
 # empty chroot, where a dynamically linked build finds no loader and every
 # start fails with "fork/exec /proc/self/exe: no such file or directory".
 RUNSC_VERSION="${DRYDOCK_RUNSC_VERSION:-v0.0.0-20260905035102-160fafc42237}"

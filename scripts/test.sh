@@ -119,9 +119,10 @@ DRYDOCK_KUBE_NODE=1 up kube
 # The node's gVisor RuntimeClass; absent (and its tests skip) when runsc
 # or its shim could not be built.
 export DRYDOCK_TEST_KUBE_NODE DRYDOCK_TEST_KUBE_RUNTIME_CLASS="${DRYDOCK_TEST_KUBE_RUNTIME_CLASS:-}"
-# Issue 17: every check that needs gVisor runs, not skips. A machine that
-# cannot build runsc (no Go module proxy) says so here rather than passing
-# with the gVisor tests skipped; DRYDOCK_TEST_ALLOW_NO_GVISOR=1 lets it go on.
+# gVisor is the default isolation, so every check that needs it runs, not
+# skips. A machine that cannot build runsc (no Go module proxy) says so here
+# rather than passing with the gVisor tests skipped;
+# DRYDOCK_TEST_ALLOW_NO_GVISOR=1 lets it go on.
 if [ "${DRYDOCK_TEST_ALLOW_NO_GVISOR:-}" != 1 ]; then
 	missing=""
 	docker -H "$DRYDOCK_TEST_DOCKER_HOST" info --format '{{json .Runtimes}}' 2>/dev/null | grep -q '"runsc"' || missing="$missing Docker's runsc runtime,"

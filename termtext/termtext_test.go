@@ -9,7 +9,7 @@ import (
 	"github.com/drydockhq/drydock/termtext"
 )
 
-// The attacks of issue 14: what a sandbox could print to take over the
+// The attacks: what a sandbox could print to take over the
 // terminal of the person reading its job's logs.
 const (
 	osc52       = "\x1b]52;c;ZWNobyBwd25lZA==\a"       // write the clipboard

@@ -12,6 +12,7 @@ import (
 	"github.com/drydockhq/drydock/pool"
 	"github.com/drydockhq/drydock/runner"
 	"github.com/drydockhq/drydock/toolbox"
+	"github.com/drydockhq/drydock/toolbox/hostclient"
 )
 
 // PoolOptions size the warm pool.
@@ -51,7 +52,7 @@ var warmComponents = map[drydock.Profile][]string{
 
 // warmPool returns the pool of warm sandboxes for the runner's jobs, or nil
 // when no pool is asked for.
-func (c *ServerCmd) warmPool(rt, engine drydock.Runtime, tb *toolbox.Pool, cfg runner.Config, reg prometheus.Registerer, log *slog.Logger) (*pool.Pool, error) {
+func (c *ServerCmd) warmPool(rt, engine drydock.Runtime, tb *hostclient.Clients, cfg runner.Config, reg prometheus.Registerer, log *slog.Logger) (*pool.Pool, error) {
 	o := c.Pool
 	if o.Headless < 0 || o.Desktop < 0 {
 		return nil, fmt.Errorf("--pool-headless and --pool-desktop must be 0 or more")

@@ -11,6 +11,7 @@ import (
 	"github.com/drydockhq/drydock/runtime/docker"
 	localrt "github.com/drydockhq/drydock/runtime/local"
 	"github.com/drydockhq/drydock/toolbox"
+	"github.com/drydockhq/drydock/toolbox/hostclient"
 )
 
 // toolboxConn adapts the toolbox client to the narrow interfaces of the
@@ -26,7 +27,7 @@ func (t toolboxConn) DownloadTar(ctx context.Context, path string) (io.ReadClose
 // forgetful drops a sandbox's cached client when the sandbox is destroyed.
 type forgetful struct {
 	drydock.Runtime
-	pool *toolbox.Pool
+	pool *hostclient.Clients
 }
 
 func (f forgetful) Destroy(ctx context.Context, id string) error {
@@ -39,8 +40,8 @@ func (f forgetful) Destroy(ctx context.Context, id string) error {
 // the engine's own, whose capabilities (claiming warm sandboxes, finding a
 // sandbox by address) the warm pool and the egress proxy ask of it
 // directly rather than by unwrapping the first.
-func (c *ServerCmd) buildRuntime(ctx context.Context, log *slog.Logger) (served, engine drydock.Runtime, tb *toolbox.Pool, closeFn func(), err error) {
-	pool := toolbox.NewPool()
+func (c *ServerCmd) buildRuntime(ctx context.Context, log *slog.Logger) (served, engine drydock.Runtime, tb *hostclient.Clients, closeFn func(), err error) {
+	pool := hostclient.NewClients()
 	var rt drydock.Runtime
 	closeFn = func() {}
 	if c.Isolation == docker.ModeGVisor && c.Runtime != "docker" {

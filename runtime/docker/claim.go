@@ -9,6 +9,7 @@ import (
 
 	"github.com/drydockhq/drydock"
 	"github.com/drydockhq/drydock/toolbox"
+	"github.com/drydockhq/drydock/toolbox/hostclient"
 )
 
 // claimFile marks a sandbox handed to a job. It is created exclusively, so a
@@ -36,7 +37,7 @@ func (r *Runtime) Claim(ctx context.Context, id, jobID string) (*drydock.Sandbox
 	dir := r.sandboxDir(id, sb.Labels)
 	sec := secrets{Token: drydock.NewSandboxToken(), VNCPassword: drydock.NewVNCPassword(), Job: jobID}
 	req := toolbox.ClaimRequest{Token: sec.Token, VNCPassword: sec.VNCPassword}
-	if err := toolbox.ClaimOnce(ctx, filepath.Join(dir, claimFile), jobID, sb.Endpoint, sb.Token, req); err != nil {
+	if err := hostclient.ClaimOnce(ctx, filepath.Join(dir, claimFile), jobID, sb.Endpoint, sb.Token, req); err != nil {
 		return nil, fmt.Errorf("claim sandbox %s: %w", id, err)
 	}
 	if err := writeSecrets(dir, sec); err != nil {

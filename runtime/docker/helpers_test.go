@@ -32,7 +32,7 @@ var engines = []struct{ name, env string }{
 }
 
 // sandboxKinds are the engines times the isolations a sandbox can run
-// under (issue 17): runc, the engines' default, and gVisor where the
+// under: runc, the engines' default, and gVisor where the
 // engine offers it. Docker takes gVisor per container (OCIRuntime runsc);
 // Podman's Docker-compatible API ignores a container's runtime, so Podman
 // under gVisor is a service of its own whose default runtime is runsc.

@@ -16,11 +16,11 @@ import (
 	"github.com/drydockhq/drydock/runtime/runtimetest"
 )
 
-// The attack of issue 14: /run/toolbox is a host directory, and a sandbox
-// that could write it filled the host's disk (3 GiB in 1.75 s) past the
-// workspace and memory limits. Once Create returns, nothing in the sandbox
-// may create, fill, rename or remove anything there, and nothing it tried
-// lands on the host; toolboxd still answers through its socket.
+// The attack: /run/toolbox is a host directory, and a sandbox that could
+// write it would fill the host's disk (3 GiB in 1.75 s) past the workspace
+// and memory limits. Once Create returns, nothing in the sandbox may
+// create, fill, rename or remove anything there, and nothing it tried lands
+// on the host; toolboxd still answers through its socket.
 func TestSandboxCannotWriteItsSocketDir(t *testing.T) {
 	t.Parallel()
 	forEngineAndImage(t, func(t *testing.T, s setup) {

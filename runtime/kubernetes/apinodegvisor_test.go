@@ -19,7 +19,7 @@ import (
 // cluster whose handler on the real node (DRYDOCK_TEST_KUBE_NODE) is
 // gVisor's runsc: DRYDOCK_KUBE_NODE=1 scripts/testenv/kube-up.sh configures
 // the node's containerd with containerd-shim-runsc-v1 and creates the
-// RuntimeClass "gvisor" (issue 17).
+// RuntimeClass "gvisor".
 const envKubeRuntimeClass = "DRYDOCK_TEST_KUBE_RUNTIME_CLASS"
 
 // requireGVisorNode skips without a real node or without its gVisor

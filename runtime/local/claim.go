@@ -7,6 +7,7 @@ import (
 
 	"github.com/drydockhq/drydock"
 	"github.com/drydockhq/drydock/toolbox"
+	"github.com/drydockhq/drydock/toolbox/hostclient"
 )
 
 // claimFile marks a sandbox handed to a job; it is created exclusively, so
@@ -24,7 +25,7 @@ func (r *Runtime) Claim(ctx context.Context, id, jobID string) (*drydock.Sandbox
 	}
 	dir := filepath.Join(r.root, id)
 	token := drydock.NewSandboxToken()
-	if err := toolbox.ClaimOnce(ctx, filepath.Join(dir, claimFile), jobID, sb.Endpoint, sb.Token, toolbox.ClaimRequest{Token: token}); err != nil {
+	if err := hostclient.ClaimOnce(ctx, filepath.Join(dir, claimFile), jobID, sb.Endpoint, sb.Token, toolbox.ClaimRequest{Token: token}); err != nil {
 		return nil, fmt.Errorf("claim sandbox %s: %w", id, err)
 	}
 	// The token first: toolboxd already answers to it alone.

@@ -6,9 +6,9 @@
 # service runs with runc and explicit ulimits. Idempotent.
 #
 # A second service on unix:///run/drydock-test/podman-gvisor.sock runs every
-# container under gVisor's runsc (issue 17): Podman's Docker-compatible API
-# ignores a container's HostConfig.Runtime, so only a service whose default
-# runtime is runsc gives Podman sandboxes gVisor. It shares the first one's
+# container under gVisor's runsc: Podman's Docker-compatible API ignores a
+# container's HostConfig.Runtime, so only a service whose default runtime is
+# runsc gives Podman sandboxes gVisor. It shares the first one's
 # storage (--root, --runroot), so the images built for Podman are there too.
 # runsc comes from ensure_runsc (scripts/lib.sh); when it cannot be built the
 # plain service still starts and the gVisor one is said to be missing.

@@ -9,35 +9,20 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/drydockhq/drydock"
-)
-
-const (
-	defaultEventLimit = 100
-	maxEventLimit     = 1000
+	"github.com/drydockhq/drydock/store/sqlstore"
 )
 
 // eventData checks an event as both appends do and returns its data as
-// stored.
+// stored; a job id Postgres text cannot hold names no job.
 func eventData(e *drydock.Event) (string, error) {
-	if e.JobID == "" {
-		return "", drydock.Errorf(drydock.EINVALID, "event job id is required")
-	}
-	if e.Type == "" {
-		return "", drydock.Errorf(drydock.EINVALID, "event type is required")
-	}
-	if len(e.Data) > drydock.MaxEventDataBytes {
-		return "", drydock.Errorf(drydock.ETOOLARGE, "event data is %d bytes; the limit is %d", len(e.Data), drydock.MaxEventDataBytes)
-	}
-	data := string(e.Data)
-	if len(e.Data) == 0 {
-		data = "null"
-	} else if !json.Valid(e.Data) {
-		return "", drydock.Errorf(drydock.EINVALID, "event data is not valid JSON")
+	b, err := sqlstore.EventData(e)
+	if err != nil {
+		return "", err
 	}
 	if badKey(e.JobID) {
-		return "", notFound(e.JobID)
+		return "", sqlstore.NotFound(e.JobID)
 	}
-	return data, nil
+	return string(b), nil
 }
 
 // AppendEvent numbers e after its job's newest event and stores it, in one
@@ -62,10 +47,10 @@ func (s *Store) AppendEvent(ctx context.Context, e *drydock.Event) error {
 		RETURNING seq, time`,
 		e.JobID, cleanText(string(e.Type)), dbTime(e.Time), data).Scan(&seq, &t)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return notFound(e.JobID)
+		return sqlstore.NotFound(e.JobID)
 	}
 	if err != nil {
-		return wrapErr("append event to job "+e.JobID, err)
+		return sqlstore.Wrap("append event to job "+e.JobID, err)
 	}
 	e.Seq = seq
 	e.Time = t.UTC()
@@ -75,17 +60,14 @@ func (s *Store) AppendEvent(ctx context.Context, e *drydock.Event) error {
 // ListEvents returns up to limit events of jobID with Seq > after, in order.
 // A job without such events gives an empty list; a missing job, ENOTFOUND.
 func (s *Store) ListEvents(ctx context.Context, jobID string, after int64, limit int) ([]*drydock.Event, error) {
-	if limit <= 0 {
-		limit = defaultEventLimit
-	}
-	limit = min(limit, maxEventLimit)
+	limit = sqlstore.EventLimit(limit)
 	if badKey(jobID) {
-		return nil, notFound(jobID)
+		return nil, sqlstore.NotFound(jobID)
 	}
 	rows, err := s.pool.Query(ctx, `SELECT seq, type, time, data FROM events
 		WHERE job_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`, jobID, after, limit)
 	if err != nil {
-		return nil, wrapErr("list events of job "+jobID, err)
+		return nil, sqlstore.Wrap("list events of job "+jobID, err)
 	}
 	defer rows.Close()
 	events := make([]*drydock.Event, 0)
@@ -96,7 +78,7 @@ func (s *Store) ListEvents(ctx context.Context, jobID string, after int64, limit
 			data []byte
 		)
 		if err := rows.Scan(&e.Seq, &typ, &e.Time, &data); err != nil {
-			return nil, wrapErr("list events of job "+jobID, err)
+			return nil, sqlstore.Wrap("list events of job "+jobID, err)
 		}
 		e.Type = drydock.EventType(typ)
 		e.Time = e.Time.UTC()
@@ -104,17 +86,17 @@ func (s *Store) ListEvents(ctx context.Context, jobID string, after int64, limit
 		events = append(events, &e)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, wrapErr("list events of job "+jobID, err)
+		return nil, sqlstore.Wrap("list events of job "+jobID, err)
 	}
 	// Jobs are never deleted, so checking after the list cannot miss one.
 	if len(events) == 0 {
 		var one int
 		err := s.pool.QueryRow(ctx, `SELECT 1 FROM jobs WHERE id = $1`, jobID).Scan(&one)
 		if errors.Is(err, pgx.ErrNoRows) {
-			return nil, notFound(jobID)
+			return nil, sqlstore.NotFound(jobID)
 		}
 		if err != nil {
-			return nil, wrapErr("list events of job "+jobID, err)
+			return nil, sqlstore.Wrap("list events of job "+jobID, err)
 		}
 	}
 	return events, nil

@@ -6,6 +6,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/drydockhq/drydock"
+	"github.com/drydockhq/drydock/store/sqlstore"
 )
 
 // FollowUps returns the ids of the jobs that follow id up, oldest first
@@ -18,11 +19,11 @@ func (s *Store) FollowUps(ctx context.Context, id, owner string) ([]string, erro
 		AND ($3 = '' OR owner_id = $3) ORDER BY id LIMIT $2`,
 		id, drydock.MaxFollowUpsListed, owner)
 	if err != nil {
-		return nil, wrapErr("list follow-ups of job "+id, err)
+		return nil, sqlstore.Wrap("list follow-ups of job "+id, err)
 	}
 	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
-		return nil, wrapErr("list follow-ups of job "+id, err)
+		return nil, sqlstore.Wrap("list follow-ups of job "+id, err)
 	}
 	if ids == nil {
 		ids = []string{}

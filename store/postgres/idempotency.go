@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/drydockhq/drydock"
+	"github.com/drydockhq/drydock/store/sqlstore"
 )
 
 // CreateJobOnce creates job under an idempotency key of its owner, or
@@ -64,14 +65,14 @@ func (s *Store) CreateJobOnce(ctx context.Context, job *drydock.Job, key drydock
 		if subtle.ConstantTimeCompare(fp, key.Fingerprint) != 1 {
 			return drydock.KeyReused(key.Key, expires)
 		}
-		original, err = scanJob(tx.QueryRow(ctx, `SELECT `+jobColumns+` FROM jobs WHERE id = $1`, jobID))
+		original, err = scanJob(tx.QueryRow(ctx, `SELECT `+sqlstore.JobColumns+` FROM jobs WHERE id = $1`, jobID))
 		if err != nil {
 			return fmt.Errorf("job %s of idempotency key: %w", jobID, err)
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, false, wrapErr("create job "+job.ID, err)
+		return nil, false, sqlstore.Wrap("create job "+job.ID, err)
 	}
 	if original != nil {
 		return original, false, nil
@@ -91,7 +92,7 @@ func (s *Store) PurgeIdempotencyKeys(ctx context.Context) (int, error) {
 		tag, err := s.pool.Exec(ctx, `DELETE FROM idempotency_keys WHERE (owner_id, key) IN
 			(SELECT owner_id, key FROM idempotency_keys WHERE expires_at <= now() LIMIT $1 FOR UPDATE SKIP LOCKED)`, purgeBatch)
 		if err != nil {
-			return total, wrapErr("purge idempotency keys", err)
+			return total, sqlstore.Wrap("purge idempotency keys", err)
 		}
 		n := int(tag.RowsAffected())
 		total += n

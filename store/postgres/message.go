@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/drydockhq/drydock"
+	"github.com/drydockhq/drydock/store/sqlstore"
 )
 
 // AppendMessage appends e to the log of a job that has not finished, in one
@@ -39,15 +40,15 @@ func (s *Store) AppendMessage(ctx context.Context, e *drydock.Event) error {
 			FROM jobs WHERE id = $1`, e.JobID, cleanText(string(e.Type))).Scan(&status, &n)
 		switch {
 		case errors.Is(err, pgx.ErrNoRows):
-			err = notFound(e.JobID)
+			err = sqlstore.NotFound(e.JobID)
 		case err == nil && (status == "pending" || status == "running") && n >= drydock.MaxMessagesPerJob:
-			err = drydock.Errorf(drydock.ETOOLARGE, "job %s already has %d messages, the most one job takes; cancel it, or send a follow-up once it has ended", e.JobID, n)
+			err = sqlstore.TooManyMessages(e.JobID, n)
 		case err == nil:
-			err = drydock.Errorf(drydock.ECONFLICT, "job %s is %s; its agent reads no more messages", e.JobID, status)
+			err = sqlstore.MessagesClosed(e.JobID, status)
 		}
 	}
 	if err != nil {
-		return wrapErr("append message to job "+e.JobID, err)
+		return sqlstore.Wrap("append message to job "+e.JobID, err)
 	}
 	e.Seq = seq
 	e.Time = t.UTC()

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/drydockhq/drydock"
+	"github.com/drydockhq/drydock/store/sqlstore"
 )
 
 // ChangePause applies c with drydock.ApplyPause to the job, locked for the
@@ -18,13 +19,13 @@ import (
 // agree on when a control lease expires.
 func (s *Store) ChangePause(ctx context.Context, id string, c drydock.PauseChange) (*drydock.Job, error) {
 	if badKey(id) {
-		return nil, notFound(id)
+		return nil, sqlstore.NotFound(id)
 	}
 	var job *drydock.Job
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		j, err := scanJob(tx.QueryRow(ctx, `SELECT `+jobColumns+` FROM jobs WHERE id = $1 FOR UPDATE`, id))
+		j, err := scanJob(tx.QueryRow(ctx, `SELECT `+sqlstore.JobColumns+` FROM jobs WHERE id = $1 FOR UPDATE`, id))
 		if errors.Is(err, pgx.ErrNoRows) {
-			return notFound(id)
+			return sqlstore.NotFound(id)
 		}
 		if err != nil {
 			return err
@@ -61,11 +62,11 @@ func (s *Store) ChangePause(ctx context.Context, id string, c drydock.PauseChang
 				return err
 			}
 		}
-		job, err = scanJob(tx.QueryRow(ctx, `SELECT `+jobColumns+` FROM jobs WHERE id = $1`, id))
+		job, err = scanJob(tx.QueryRow(ctx, `SELECT `+sqlstore.JobColumns+` FROM jobs WHERE id = $1`, id))
 		return err
 	})
 	if err != nil {
-		return nil, wrapErr("change the pause of job "+id, err)
+		return nil, sqlstore.Wrap("change the pause of job "+id, err)
 	}
 	return job, nil
 }

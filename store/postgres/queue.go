@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/drydockhq/drydock"
+	"github.com/drydockhq/drydock/store/sqlstore"
 )
 
 // The queue is the jobs table itself: a worker holds a job while lease_owner
@@ -44,17 +45,14 @@ const claimQuery = `WITH pending AS (
 		lease_owner = $1, lease_expires_at = now() + $2::bigint * interval '1 microsecond',
 		attempts = attempts + 1
 	FROM pick WHERE id = pick_id
-	RETURNING ` + jobColumns
+	RETURNING ` + sqlstore.JobColumns
 
 // ClaimJob leases the runnable job created first: a pending one, or a running
 // one whose lease expired. It returns nil, nil when there is none, or when
 // every runnable job is being claimed by someone else at this instant.
 func (s *Store) ClaimJob(ctx context.Context, owner string, ttl time.Duration) (*drydock.Job, error) {
-	if owner == "" {
-		return nil, drydock.Errorf(drydock.EINVALID, "lease owner is required")
-	}
-	if ttl <= 0 {
-		return nil, drydock.Errorf(drydock.EINVALID, "lease ttl must be positive")
+	if err := sqlstore.CheckClaim(owner, ttl); err != nil {
+		return nil, err
 	}
 	if badKey(owner) {
 		return nil, drydock.Errorf(drydock.EINVALID, "lease owner must be valid UTF-8 without NUL characters")
@@ -64,7 +62,7 @@ func (s *Store) ClaimJob(ctx context.Context, owner string, ttl time.Duration) (
 		return nil, nil
 	}
 	if err != nil {
-		return nil, wrapErr("claim job", err)
+		return nil, sqlstore.Wrap("claim job", err)
 	}
 	return j, nil
 }
@@ -79,29 +77,29 @@ func (s *Store) leaseLost(ctx context.Context, id, owner string) error {
 	var status string
 	err := s.pool.QueryRow(ctx, `SELECT status FROM jobs WHERE id = $1`, id).Scan(&status)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return notFound(id)
+		return sqlstore.NotFound(id)
 	}
 	if err != nil {
 		return err
 	}
-	return drydock.Errorf(drydock.ELEASELOST, "job %s is %s and not leased to %s", id, status, owner)
+	return sqlstore.LeaseLost(id, status, owner)
 }
 
 // RenewLease extends owner's lease to now+ttl and returns the job.
 func (s *Store) RenewLease(ctx context.Context, id, owner string, ttl time.Duration) (*drydock.Job, error) {
-	if ttl <= 0 {
-		return nil, drydock.Errorf(drydock.EINVALID, "lease ttl must be positive")
+	if err := sqlstore.CheckTTL(ttl); err != nil {
+		return nil, err
 	}
 	if badKey(id) {
-		return nil, notFound(id)
+		return nil, sqlstore.NotFound(id)
 	}
 	j, err := scanJob(s.pool.QueryRow(ctx, `UPDATE jobs SET lease_expires_at = now() + $3::bigint * interval '1 microsecond'
-		WHERE `+leaseHeld+` RETURNING `+jobColumns, id, owner, micros(ttl)))
+		WHERE `+leaseHeld+` RETURNING `+sqlstore.JobColumns, id, owner, micros(ttl)))
 	if errors.Is(err, pgx.ErrNoRows) {
 		err = s.leaseLost(ctx, id, owner)
 	}
 	if err != nil {
-		return nil, wrapErr("renew lease of job "+id, err)
+		return nil, sqlstore.Wrap("renew lease of job "+id, err)
 	}
 	return j, nil
 }
@@ -109,13 +107,13 @@ func (s *Store) RenewLease(ctx context.Context, id, owner string, ttl time.Durat
 // leaseUpdate runs an UPDATE guarded by leaseHeld ($1 id, $2 owner).
 func (s *Store) leaseUpdate(ctx context.Context, op, id, owner, query string, args ...any) error {
 	if badKey(id) {
-		return notFound(id)
+		return sqlstore.NotFound(id)
 	}
 	tag, err := s.pool.Exec(ctx, query, append([]any{id, owner}, args...)...)
 	if err == nil && tag.RowsAffected() == 0 {
 		err = s.leaseLost(ctx, id, owner)
 	}
-	return wrapErr(op+" of job "+id, err)
+	return sqlstore.Wrap(op+" of job "+id, err)
 }
 
 // expiredNow is a lease expiry that is already over: any claim from now on
@@ -144,7 +142,7 @@ func (s *Store) ExpireLeases(ctx context.Context, prefix, keep string) (int, err
 			AND left(lease_owner, length($1::text)) = $1::text`,
 		prefix, keep)
 	if err != nil {
-		return 0, wrapErr("expire leases", err)
+		return 0, sqlstore.Wrap("expire leases", err)
 	}
 	return int(tag.RowsAffected()), nil
 }
@@ -182,14 +180,14 @@ func cleanText(s string) string {
 // FinishJob ends a running job owned by owner and logs the transition, in
 // one statement: status, lease drop and status event commit together.
 func (s *Store) FinishJob(ctx context.Context, id, owner string, r drydock.JobResult) error {
-	if !r.Status.Terminal() {
-		return drydock.Errorf(drydock.EINVALID, "a job cannot finish as %q", r.Status)
+	if err := sqlstore.CheckFinish(r.Status); err != nil {
+		return err
 	}
 	if badKey(id) {
-		return notFound(id)
+		return sqlstore.NotFound(id)
 	}
 	r.Error, r.Summary, r.ArtifactKey = cleanText(r.Error), cleanText(r.Summary), cleanText(r.ArtifactKey)
-	data := mustJSON(statusData{Status: r.Status, Error: r.Error})
+	data := string(sqlstore.StatusData(r.Status, r.Error))
 	var seq int64
 	err := s.pool.QueryRow(ctx, `WITH j AS (
 			UPDATE jobs SET status = $3, error = $4, summary = $5, finished_at = now(),
@@ -209,37 +207,37 @@ func (s *Store) FinishJob(ctx context.Context, id, owner string, r drydock.JobRe
 	if errors.Is(err, pgx.ErrNoRows) {
 		err = s.leaseLost(ctx, id, owner)
 	}
-	return wrapErr("finish job "+id, err)
+	return sqlstore.Wrap("finish job "+id, err)
 }
 
 // SetArtifact records the archived workspace of a job in any state.
 func (s *Store) SetArtifact(ctx context.Context, id, key string, size int64) error {
 	if badKey(id) {
-		return notFound(id)
+		return sqlstore.NotFound(id)
 	}
 	tag, err := s.pool.Exec(ctx, `UPDATE jobs SET artifact_key = $2, artifact_size = $3 WHERE id = $1`,
 		id, cleanText(key), size)
 	if err == nil && tag.RowsAffected() == 0 {
-		err = notFound(id)
+		err = sqlstore.NotFound(id)
 	}
-	return wrapErr("set artifact of job "+id, err)
+	return sqlstore.Wrap("set artifact of job "+id, err)
 }
 
 // cancelledEvent is the data of the event of a pending job's cancel.
-var cancelledEvent = mustJSON(statusData{Status: drydock.StatusCancelled})
+var cancelledEvent = string(sqlstore.StatusData(drydock.StatusCancelled, ""))
 
 // CancelJob cancels a pending job, flags a running one, and leaves a finished
 // one alone. The job row stays locked from the read to the commit, so a
 // concurrent claim either took the job before (it is flagged) or skips it.
 func (s *Store) CancelJob(ctx context.Context, id string) (*drydock.Job, error) {
 	if badKey(id) {
-		return nil, notFound(id)
+		return nil, sqlstore.NotFound(id)
 	}
 	var job *drydock.Job
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		j, err := scanJob(tx.QueryRow(ctx, `SELECT `+jobColumns+` FROM jobs WHERE id = $1 FOR UPDATE`, id))
+		j, err := scanJob(tx.QueryRow(ctx, `SELECT `+sqlstore.JobColumns+` FROM jobs WHERE id = $1 FOR UPDATE`, id))
 		if errors.Is(err, pgx.ErrNoRows) {
-			return notFound(id)
+			return sqlstore.NotFound(id)
 		}
 		if err != nil {
 			return err
@@ -254,14 +252,14 @@ func (s *Store) CancelJob(ctx context.Context, id string) (*drydock.Job, error) 
 					INSERT INTO events (job_id, seq, type, time, data)
 					SELECT id, last_seq, 'status', finished_at, $2::json FROM j
 				)
-				SELECT `+jobColumns+` FROM j`, id, cancelledEvent))
+				SELECT `+sqlstore.JobColumns+` FROM j`, id, cancelledEvent))
 			if err != nil {
 				return err
 			}
 		case drydock.StatusRunning:
 			if !j.CancelRequested {
 				j, err = scanJob(tx.QueryRow(ctx, `UPDATE jobs SET cancel_requested = TRUE
-					WHERE id = $1 RETURNING `+jobColumns, id))
+					WHERE id = $1 RETURNING `+sqlstore.JobColumns, id))
 				if err != nil {
 					return err
 				}
@@ -271,7 +269,7 @@ func (s *Store) CancelJob(ctx context.Context, id string) (*drydock.Job, error) 
 		return nil
 	})
 	if err != nil {
-		return nil, wrapErr("cancel job "+id, err)
+		return nil, sqlstore.Wrap("cancel job "+id, err)
 	}
 	return job, nil
 }
@@ -279,26 +277,26 @@ func (s *Store) CancelJob(ctx context.Context, id string) (*drydock.Job, error) 
 // SetEgress replaces the allowlist of a job that has not finished.
 func (s *Store) SetEgress(ctx context.Context, id string, egress []string) (*drydock.Job, error) {
 	if badKey(id) {
-		return nil, notFound(id)
+		return nil, sqlstore.NotFound(id)
 	}
-	list, err := listJSON("egress", egress)
+	list, err := sqlstore.ListJSON("egress", egress)
 	if err != nil {
 		return nil, err
 	}
 	job, err := scanJob(s.pool.QueryRow(ctx, `UPDATE jobs SET egress = $2, egress_source = 'job'
-		WHERE id = $1 AND status IN ('pending', 'running') RETURNING `+jobColumns, id, list))
+		WHERE id = $1 AND status IN ('pending', 'running') RETURNING `+sqlstore.JobColumns, id, list))
 	if errors.Is(err, pgx.ErrNoRows) {
 		var status string
 		err = s.pool.QueryRow(ctx, `SELECT status FROM jobs WHERE id = $1`, id).Scan(&status)
 		switch {
 		case errors.Is(err, pgx.ErrNoRows):
-			err = notFound(id)
+			err = sqlstore.NotFound(id)
 		case err == nil:
-			err = drydock.Errorf(drydock.ECONFLICT, "job %s is %s; its egress can no longer change", id, status)
+			err = sqlstore.EgressFixed(id, status)
 		}
 	}
 	if err != nil {
-		return nil, wrapErr("set egress of job "+id, err)
+		return nil, sqlstore.Wrap("set egress of job "+id, err)
 	}
 	return job, nil
 }

@@ -3,6 +3,8 @@ package postgres
 import (
 	"context"
 	"time"
+
+	"github.com/drydockhq/drydock/store/sqlstore"
 )
 
 // EraseSecretsFinishedBefore erases the sealed secrets that jobs which
@@ -12,7 +14,7 @@ func (s *Store) EraseSecretsFinishedBefore(ctx context.Context, t time.Time) (in
 		WHERE secrets_sealed IS NOT NULL AND status IN ('complete', 'error', 'cancelled')
 			AND finished_at IS NOT NULL AND finished_at < $1`, t)
 	if err != nil {
-		return 0, wrapErr("erase the kept secrets of finished jobs", err)
+		return 0, sqlstore.Wrap("erase the kept secrets of finished jobs", err)
 	}
 	return int(tag.RowsAffected()), nil
 }

@@ -2,10 +2,9 @@ package postgres
 
 import (
 	"context"
-)
 
-// settingSecretsKey names the row holding the secrets key's check value.
-const settingSecretsKey = "secrets_key_check"
+	"github.com/drydockhq/drydock/store/sqlstore"
+)
 
 // BindSecretsKey implements drydock.Store. Without replace, the conflict
 // clause rewrites the row with its own value so that RETURNING yields what
@@ -18,9 +17,9 @@ func (s *Store) BindSecretsKey(ctx context.Context, check []byte, replace bool) 
 	}
 	var bound []byte
 	err := s.pool.QueryRow(ctx, `INSERT INTO settings (name, value) VALUES ($1, $2)
-		ON CONFLICT (name) DO UPDATE SET value = `+set+` RETURNING value`, settingSecretsKey, check).Scan(&bound)
+		ON CONFLICT (name) DO UPDATE SET value = `+set+` RETURNING value`, sqlstore.SecretsKeySetting, check).Scan(&bound)
 	if err != nil {
-		return nil, wrapErr("bind secrets key", err)
+		return nil, sqlstore.Wrap("bind secrets key", err)
 	}
 	return bound, nil
 }

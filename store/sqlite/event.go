@@ -9,30 +9,15 @@ import (
 	"time"
 
 	"github.com/drydockhq/drydock"
-)
-
-const (
-	defaultEventLimit = 100
-	maxEventLimit     = 1000
+	"github.com/drydockhq/drydock/store/sqlstore"
 )
 
 // AppendEvent numbers e after its job's newest event and stores it. It sets
 // e.Seq, and e.Time when zero; Time is rounded to microseconds.
 func (s *Store) AppendEvent(ctx context.Context, e *drydock.Event) error {
-	if e.JobID == "" {
-		return drydock.Errorf(drydock.EINVALID, "event job id is required")
-	}
-	if e.Type == "" {
-		return drydock.Errorf(drydock.EINVALID, "event type is required")
-	}
-	if len(e.Data) > drydock.MaxEventDataBytes {
-		return drydock.Errorf(drydock.ETOOLARGE, "event data is %d bytes; the limit is %d", len(e.Data), drydock.MaxEventDataBytes)
-	}
-	data := string(e.Data)
-	if len(e.Data) == 0 {
-		data = "null"
-	} else if !json.Valid(e.Data) {
-		return drydock.Errorf(drydock.EINVALID, "event data is not valid JSON")
+	data, err := sqlstore.EventData(e)
+	if err != nil {
+		return err
 	}
 	t := e.Time
 	if t.IsZero() {
@@ -41,21 +26,21 @@ func (s *Store) AppendEvent(ctx context.Context, e *drydock.Event) error {
 	t = t.UTC().Truncate(time.Microsecond)
 
 	var seq int64
-	err := s.w.do(ctx, func(ctx context.Context, tx *wtx) error {
+	err = s.w.do(ctx, func(ctx context.Context, tx *wtx) error {
 		// The increment locks the job row (on Postgres; SQLite has one
 		// writer anyway), so seqs come out gapless in commit order.
 		err := tx.QueryRowContext(ctx, `UPDATE jobs SET last_seq = last_seq + 1 WHERE id = ? RETURNING last_seq`,
 			e.JobID).Scan(&seq)
 		if errors.Is(err, sql.ErrNoRows) {
-			return notFound(e.JobID)
+			return sqlstore.NotFound(e.JobID)
 		}
 		if err != nil {
 			return err
 		}
-		return insertEvent(ctx, tx, e.JobID, seq, e.Type, fmtTime(t), []byte(data))
+		return insertEvent(ctx, tx, e.JobID, seq, e.Type, fmtTime(t), data)
 	})
 	if err != nil {
-		return wrapErr("append event to job "+e.JobID, err)
+		return sqlstore.Wrap("append event to job "+e.JobID, err)
 	}
 	e.Seq = seq
 	e.Time = t
@@ -71,10 +56,7 @@ func insertEvent(ctx context.Context, tx *wtx, jobID string, seq int64, typ dryd
 // ListEvents returns up to limit events of jobID with Seq > after, in order.
 // A job without such events gives an empty list; a missing job, ENOTFOUND.
 func (s *Store) ListEvents(ctx context.Context, jobID string, after int64, limit int) ([]*drydock.Event, error) {
-	if limit <= 0 {
-		limit = defaultEventLimit
-	}
-	limit = min(limit, maxEventLimit)
+	limit = sqlstore.EventLimit(limit)
 	q, err := s.reads.get(ctx, `SELECT seq, type, time, data FROM events
 		WHERE job_id = ? AND seq > ? ORDER BY seq LIMIT ?`)
 	if err != nil {
@@ -111,7 +93,7 @@ func (s *Store) ListEvents(ctx context.Context, jobID string, after int64, limit
 		var one int
 		err := s.reads.queryRow(ctx, `SELECT 1 FROM jobs WHERE id = ?`, jobID).Scan(&one)
 		if errors.Is(err, sql.ErrNoRows) {
-			return nil, notFound(jobID)
+			return nil, sqlstore.NotFound(jobID)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("list events of job %s: %w", jobID, err)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 
 	"github.com/drydockhq/drydock"
+	"github.com/drydockhq/drydock/store/sqlstore"
 )
 
 // CreateJobOnce creates job under an idempotency key of its owner, or
@@ -41,7 +42,7 @@ func (s *Store) CreateJobOnce(ctx context.Context, job *drydock.Job, key drydock
 				}
 				return drydock.KeyReused(key.Key, until)
 			}
-			original, err = scanJob(tx.QueryRowContext(ctx, `SELECT `+jobColumns+` FROM jobs WHERE id = ?`, jobID))
+			original, err = scanJob(tx.QueryRowContext(ctx, `SELECT `+sqlstore.JobColumns+` FROM jobs WHERE id = ?`, jobID))
 			if err != nil {
 				return fmt.Errorf("job %s of idempotency key: %w", jobID, err)
 			}
@@ -65,7 +66,7 @@ func (s *Store) CreateJobOnce(ctx context.Context, job *drydock.Job, key drydock
 		return nil
 	})
 	if err != nil {
-		return nil, false, wrapErr("create job "+job.ID, err)
+		return nil, false, sqlstore.Wrap("create job "+job.ID, err)
 	}
 	if original != nil {
 		return original, false, nil

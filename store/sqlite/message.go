@@ -3,18 +3,18 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"time"
 
 	"github.com/drydockhq/drydock"
+	"github.com/drydockhq/drydock/store/sqlstore"
 )
 
 // AppendMessage appends e to the log of a job that has not finished; the
 // status check and the append are one write, so a message can never land
 // after the job's final status event.
 func (s *Store) AppendMessage(ctx context.Context, e *drydock.Event) error {
-	data, err := eventData(e)
+	data, err := sqlstore.EventData(e)
 	if err != nil {
 		return err
 	}
@@ -30,7 +30,7 @@ func (s *Store) AppendMessage(ctx context.Context, e *drydock.Event) error {
 			return err
 		}
 		if n >= drydock.MaxMessagesPerJob {
-			return tooManyMessages(e.JobID, n)
+			return sqlstore.TooManyMessages(e.JobID, n)
 		}
 		err := tx.QueryRowContext(ctx, `UPDATE jobs SET last_seq = last_seq + 1
 			WHERE id = ? AND status IN ('pending', 'running') RETURNING last_seq`, e.JobID).Scan(&seq)
@@ -38,12 +38,12 @@ func (s *Store) AppendMessage(ctx context.Context, e *drydock.Event) error {
 			var status string
 			err = tx.QueryRowContext(ctx, `SELECT status FROM jobs WHERE id = ?`, e.JobID).Scan(&status)
 			if errors.Is(err, sql.ErrNoRows) {
-				return notFound(e.JobID)
+				return sqlstore.NotFound(e.JobID)
 			}
 			if err != nil {
 				return err
 			}
-			return drydock.Errorf(drydock.ECONFLICT, "job %s is %s; its agent reads no more messages", e.JobID, status)
+			return sqlstore.MessagesClosed(e.JobID, status)
 		}
 		if err != nil {
 			return err
@@ -51,41 +51,15 @@ func (s *Store) AppendMessage(ctx context.Context, e *drydock.Event) error {
 		return insertEvent(ctx, tx, e.JobID, seq, e.Type, fmtTime(t), data)
 	})
 	if err != nil {
-		return wrapErr("append message to job "+e.JobID, err)
+		return sqlstore.Wrap("append message to job "+e.JobID, err)
 	}
 	e.Seq = seq
 	e.Time = t
 	return nil
 }
 
-// eventData checks an event as AppendEvent does and returns its data as
-// stored.
-func eventData(e *drydock.Event) ([]byte, error) {
-	if e.JobID == "" {
-		return nil, drydock.Errorf(drydock.EINVALID, "event job id is required")
-	}
-	if e.Type == "" {
-		return nil, drydock.Errorf(drydock.EINVALID, "event type is required")
-	}
-	if len(e.Data) > drydock.MaxEventDataBytes {
-		return nil, drydock.Errorf(drydock.ETOOLARGE, "event data is %d bytes; the limit is %d", len(e.Data), drydock.MaxEventDataBytes)
-	}
-	if len(e.Data) == 0 {
-		return []byte("null"), nil
-	}
-	if !json.Valid(e.Data) {
-		return nil, drydock.Errorf(drydock.EINVALID, "event data is not valid JSON")
-	}
-	return e.Data, nil
-}
-
 // SetWaitingFor records the question the job's agent waits on.
 func (s *Store) SetWaitingFor(ctx context.Context, id, owner, question string) error {
 	return s.leaseUpdate(ctx, "set waiting_for", id, owner,
 		`UPDATE jobs SET waiting_for = ? WHERE id = ? AND `+leaseHeld, question, id, owner)
-}
-
-// tooManyMessages refuses a message past MaxMessagesPerJob.
-func tooManyMessages(id string, n int) error {
-	return drydock.Errorf(drydock.ETOOLARGE, "job %s already has %d messages, the most one job takes; cancel it, or send a follow-up once it has ended", id, n)
 }

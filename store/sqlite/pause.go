@@ -8,6 +8,7 @@ import (
 	"fmt"
 
 	"github.com/drydockhq/drydock"
+	"github.com/drydockhq/drydock/store/sqlstore"
 )
 
 // ChangePause applies c with drydock.ApplyPause to the job in one write
@@ -15,9 +16,9 @@ import (
 func (s *Store) ChangePause(ctx context.Context, id string, c drydock.PauseChange) (*drydock.Job, error) {
 	var job *drydock.Job
 	err := s.w.do(ctx, func(ctx context.Context, tx *wtx) error {
-		j, err := scanJob(tx.QueryRowContext(ctx, `SELECT `+jobColumns+` FROM jobs WHERE id = ?`, id))
+		j, err := scanJob(tx.QueryRowContext(ctx, `SELECT `+sqlstore.JobColumns+` FROM jobs WHERE id = ?`, id))
 		if errors.Is(err, sql.ErrNoRows) {
-			return notFound(id)
+			return sqlstore.NotFound(id)
 		}
 		if err != nil {
 			return err
@@ -33,7 +34,7 @@ func (s *Store) ChangePause(ctx context.Context, id string, c drydock.PauseChang
 		}
 		j, err = scanJob(tx.QueryRowContext(ctx, `UPDATE jobs SET paused_at = ?, paused_ms = ?, pauses = ?, paused_by = ?,
 			control_lease = ?, control_by = ?, control_expires_at = ?, last_seq = last_seq + ?
-			WHERE id = ? RETURNING `+jobColumns,
+			WHERE id = ? RETURNING `+sqlstore.JobColumns,
 			nullTimePtr(j.PausedAt), j.PausedTotal.Milliseconds(), j.Pauses, j.PausedBy,
 			j.ControlLease, j.ControlBy, nullTimePtr(j.ControlExpiresAt), len(recs), id))
 		if err != nil {
@@ -56,7 +57,7 @@ func (s *Store) ChangePause(ctx context.Context, id string, c drydock.PauseChang
 		return nil
 	})
 	if err != nil {
-		return nil, wrapErr("change the pause of job "+id, err)
+		return nil, sqlstore.Wrap("change the pause of job "+id, err)
 	}
 	return job, nil
 }

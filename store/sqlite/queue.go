@@ -3,12 +3,11 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/drydockhq/drydock"
+	"github.com/drydockhq/drydock/store/sqlstore"
 )
 
 // The queue is the jobs table itself: a worker holds a job while
@@ -18,11 +17,8 @@ import (
 // ClaimJob leases the runnable job created first: a pending one, or a running
 // one whose lease expired.
 func (s *Store) ClaimJob(ctx context.Context, owner string, ttl time.Duration) (*drydock.Job, error) {
-	if owner == "" {
-		return nil, drydock.Errorf(drydock.EINVALID, "lease owner is required")
-	}
-	if ttl <= 0 {
-		return nil, drydock.Errorf(drydock.EINVALID, "lease ttl must be positive")
+	if err := sqlstore.CheckClaim(owner, ttl); err != nil {
+		return nil, err
 	}
 	var job *drydock.Job
 	err := s.w.do(ctx, func(ctx context.Context, tx *wtx) error {
@@ -35,7 +31,7 @@ func (s *Store) ClaimJob(ctx context.Context, owner string, ttl time.Duration) (
 		j, err := scanJob(tx.QueryRowContext(ctx, `UPDATE jobs SET
 				status = 'running', started_at = COALESCE(started_at, ?),
 				lease_owner = ?, lease_expires_at = ?, attempts = attempts + 1
-			WHERE id = ? RETURNING `+jobColumns,
+			WHERE id = ? RETURNING `+sqlstore.JobColumns,
 			fmtTime(t), owner, fmtTime(t.Add(ttl)), id))
 		if err != nil {
 			return err
@@ -44,7 +40,7 @@ func (s *Store) ClaimJob(ctx context.Context, owner string, ttl time.Duration) (
 		return nil
 	})
 	if err != nil {
-		return nil, wrapErr("claim job", err)
+		return nil, sqlstore.Wrap("claim job", err)
 	}
 	return job, nil
 }
@@ -85,23 +81,23 @@ func leaseLost(ctx context.Context, tx *wtx, id, owner string) error {
 	var status, holder string
 	err := tx.QueryRowContext(ctx, `SELECT status, lease_owner FROM jobs WHERE id = ?`, id).Scan(&status, &holder)
 	if errors.Is(err, sql.ErrNoRows) {
-		return notFound(id)
+		return sqlstore.NotFound(id)
 	}
 	if err != nil {
 		return err
 	}
-	return drydock.Errorf(drydock.ELEASELOST, "job %s is %s and not leased to %s", id, status, owner)
+	return sqlstore.LeaseLost(id, status, owner)
 }
 
 // RenewLease extends owner's lease to now+ttl and returns the job.
 func (s *Store) RenewLease(ctx context.Context, id, owner string, ttl time.Duration) (*drydock.Job, error) {
-	if ttl <= 0 {
-		return nil, drydock.Errorf(drydock.EINVALID, "lease ttl must be positive")
+	if err := sqlstore.CheckTTL(ttl); err != nil {
+		return nil, err
 	}
 	var job *drydock.Job
 	err := s.w.do(ctx, func(ctx context.Context, tx *wtx) error {
 		j, err := scanJob(tx.QueryRowContext(ctx, `UPDATE jobs SET lease_expires_at = ?
-			WHERE id = ? AND `+leaseHeld+` RETURNING `+jobColumns,
+			WHERE id = ? AND `+leaseHeld+` RETURNING `+sqlstore.JobColumns,
 			fmtTime(now().Add(ttl)), id, owner))
 		if errors.Is(err, sql.ErrNoRows) {
 			return leaseLost(ctx, tx, id, owner)
@@ -110,7 +106,7 @@ func (s *Store) RenewLease(ctx context.Context, id, owner string, ttl time.Durat
 		return err
 	})
 	if err != nil {
-		return nil, wrapErr("renew lease of job "+id, err)
+		return nil, sqlstore.Wrap("renew lease of job "+id, err)
 	}
 	return job, nil
 }
@@ -130,7 +126,7 @@ func (s *Store) leaseUpdate(ctx context.Context, op, id, owner, query string, ar
 		}
 		return nil
 	})
-	return wrapErr(op+" of job "+id, err)
+	return sqlstore.Wrap(op+" of job "+id, err)
 }
 
 // past is a lease expiry that is already over: any claim from now on sees it
@@ -165,7 +161,7 @@ func (s *Store) ExpireLeases(ctx context.Context, prefix, keep string) (int, err
 		return err
 	})
 	if err != nil {
-		return 0, wrapErr("expire leases", err)
+		return 0, sqlstore.Wrap("expire leases", err)
 	}
 	return int(n), nil
 }
@@ -189,14 +185,11 @@ func (s *Store) UpdateProgress(ctx context.Context, id, owner string, p drydock.
 
 // FinishJob ends a running job owned by owner and logs the transition.
 func (s *Store) FinishJob(ctx context.Context, id, owner string, r drydock.JobResult) error {
-	if !r.Status.Terminal() {
-		return drydock.Errorf(drydock.EINVALID, "a job cannot finish as %q", r.Status)
+	if err := sqlstore.CheckFinish(r.Status); err != nil {
+		return err
 	}
-	data, err := json.Marshal(statusData{Status: r.Status, Error: r.Error})
-	if err != nil {
-		return fmt.Errorf("finish job %s: %w", id, err)
-	}
-	err = s.w.do(ctx, func(ctx context.Context, tx *wtx) error {
+	data := sqlstore.StatusData(r.Status, r.Error)
+	err := s.w.do(ctx, func(ctx context.Context, tx *wtx) error {
 		t := fmtTime(now())
 		var seq int64
 		err := tx.QueryRowContext(ctx, `UPDATE jobs SET status = ?, error = ?, summary = ?, finished_at = ?,
@@ -220,7 +213,7 @@ func (s *Store) FinishJob(ctx context.Context, id, owner string, r drydock.JobRe
 		}
 		return insertEvent(ctx, tx, id, seq, drydock.EventStatus, t, data)
 	})
-	return wrapErr("finish job "+id, err)
+	return sqlstore.Wrap("finish job "+id, err)
 }
 
 // SetArtifact records the archived workspace of a job in any state.
@@ -233,22 +226,22 @@ func (s *Store) SetArtifact(ctx context.Context, id, key string, size int64) err
 		if n, err := res.RowsAffected(); err != nil {
 			return err
 		} else if n == 0 {
-			return notFound(id)
+			return sqlstore.NotFound(id)
 		}
 		return nil
 	})
-	return wrapErr("set artifact of job "+id, err)
+	return sqlstore.Wrap("set artifact of job "+id, err)
 }
 
 // CancelJob cancels a pending job, flags a running one, and leaves a finished
 // one alone.
 func (s *Store) CancelJob(ctx context.Context, id string) (*drydock.Job, error) {
-	data, _ := json.Marshal(statusData{Status: drydock.StatusCancelled})
+	data := sqlstore.StatusData(drydock.StatusCancelled, "")
 	var job *drydock.Job
 	err := s.w.do(ctx, func(ctx context.Context, tx *wtx) error {
-		j, err := scanJob(tx.QueryRowContext(ctx, `SELECT `+jobColumns+` FROM jobs WHERE id = ?`, id))
+		j, err := scanJob(tx.QueryRowContext(ctx, `SELECT `+sqlstore.JobColumns+` FROM jobs WHERE id = ?`, id))
 		if errors.Is(err, sql.ErrNoRows) {
-			return notFound(id)
+			return sqlstore.NotFound(id)
 		}
 		if err != nil {
 			return err
@@ -257,7 +250,7 @@ func (s *Store) CancelJob(ctx context.Context, id string) (*drydock.Job, error) 
 		case drydock.StatusPending:
 			t := fmtTime(now())
 			j, err = scanJob(tx.QueryRowContext(ctx, `UPDATE jobs SET status = 'cancelled', finished_at = ?,
-				cancel_requested = TRUE, last_seq = last_seq + 1, secrets_sealed = NULL WHERE id = ? RETURNING `+jobColumns, t, id))
+				cancel_requested = TRUE, last_seq = last_seq + 1, secrets_sealed = NULL WHERE id = ? RETURNING `+sqlstore.JobColumns, t, id))
 			if err != nil {
 				return err
 			}
@@ -271,7 +264,7 @@ func (s *Store) CancelJob(ctx context.Context, id string) (*drydock.Job, error) 
 		case drydock.StatusRunning:
 			if !j.CancelRequested {
 				j, err = scanJob(tx.QueryRowContext(ctx, `UPDATE jobs SET cancel_requested = TRUE
-					WHERE id = ? RETURNING `+jobColumns, id))
+					WHERE id = ? RETURNING `+sqlstore.JobColumns, id))
 				if err != nil {
 					return err
 				}
@@ -281,14 +274,14 @@ func (s *Store) CancelJob(ctx context.Context, id string) (*drydock.Job, error) 
 		return nil
 	})
 	if err != nil {
-		return nil, wrapErr("cancel job "+id, err)
+		return nil, sqlstore.Wrap("cancel job "+id, err)
 	}
 	return job, nil
 }
 
 // SetEgress replaces the allowlist of a job that has not finished.
 func (s *Store) SetEgress(ctx context.Context, id string, egress []string) (*drydock.Job, error) {
-	list, err := listJSON("egress", egress)
+	list, err := sqlstore.ListJSON("egress", egress)
 	if err != nil {
 		return nil, err
 	}
@@ -297,19 +290,19 @@ func (s *Store) SetEgress(ctx context.Context, id string, egress []string) (*dry
 		var status string
 		err := tx.QueryRowContext(ctx, `SELECT status FROM jobs WHERE id = ?`, id).Scan(&status)
 		if errors.Is(err, sql.ErrNoRows) {
-			return notFound(id)
+			return sqlstore.NotFound(id)
 		}
 		if err != nil {
 			return err
 		}
 		if drydock.JobStatus(status).Terminal() {
-			return drydock.Errorf(drydock.ECONFLICT, "job %s is %s; its egress can no longer change", id, status)
+			return sqlstore.EgressFixed(id, status)
 		}
-		job, err = scanJob(tx.QueryRowContext(ctx, `UPDATE jobs SET egress = ?, egress_source = 'job' WHERE id = ? RETURNING `+jobColumns, list, id))
+		job, err = scanJob(tx.QueryRowContext(ctx, `UPDATE jobs SET egress = ?, egress_source = 'job' WHERE id = ? RETURNING `+sqlstore.JobColumns, list, id))
 		return err
 	})
 	if err != nil {
-		return nil, wrapErr("set egress of job "+id, err)
+		return nil, sqlstore.Wrap("set egress of job "+id, err)
 	}
 	return job, nil
 }

@@ -3,10 +3,9 @@ package sqlite
 import (
 	"context"
 	"fmt"
-)
 
-// settingSecretsKey names the row holding the secrets key's check value.
-const settingSecretsKey = "secrets_key_check"
+	"github.com/drydockhq/drydock/store/sqlstore"
+)
 
 // BindSecretsKey implements drydock.Store. The single writer serializes
 // concurrent binds, so the first one's value is what all of them read.
@@ -17,10 +16,10 @@ func (s *Store) BindSecretsKey(ctx context.Context, check []byte, replace bool) 
 		if replace {
 			q = `INSERT INTO settings (name, value) VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET value = excluded.value`
 		}
-		if _, err := tx.ExecContext(ctx, q, settingSecretsKey, check); err != nil {
+		if _, err := tx.ExecContext(ctx, q, sqlstore.SecretsKeySetting, check); err != nil {
 			return err
 		}
-		return tx.QueryRowContext(ctx, `SELECT value FROM settings WHERE name = ?`, settingSecretsKey).Scan(&bound)
+		return tx.QueryRowContext(ctx, `SELECT value FROM settings WHERE name = ?`, sqlstore.SecretsKeySetting).Scan(&bound)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("bind secrets key: %w", err)

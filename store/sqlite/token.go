@@ -8,13 +8,8 @@ import (
 	"time"
 
 	"github.com/drydockhq/drydock"
+	"github.com/drydockhq/drydock/store/sqlstore"
 )
-
-// lastUsedGranularity is how stale LastUsedAt may get: a token used on every
-// request would otherwise turn every read into a write.
-const lastUsedGranularity = time.Minute
-
-const tokenColumns = `id, name, admin, hash, created_at, revoked_at, last_used_at`
 
 func scanToken(row scanner) (*drydock.Token, error) {
 	var (
@@ -41,11 +36,8 @@ func scanToken(row scanner) (*drydock.Token, error) {
 // CreateToken stores t. It sets CreatedAt when zero and rounds it to
 // microseconds. A taken id or hash is ECONFLICT.
 func (s *Store) CreateToken(ctx context.Context, t *drydock.Token) error {
-	if t.ID == "" {
-		return drydock.Errorf(drydock.EINVALID, "token id is required")
-	}
-	if len(t.Hash) == 0 {
-		return drydock.Errorf(drydock.EINVALID, "token hash is required")
+	if err := sqlstore.CheckToken(t); err != nil {
+		return err
 	}
 	created := t.CreatedAt
 	if created.IsZero() {
@@ -53,34 +45,34 @@ func (s *Store) CreateToken(ctx context.Context, t *drydock.Token) error {
 	}
 	created = created.UTC().Truncate(time.Microsecond)
 	err := s.w.do(ctx, func(ctx context.Context, tx *wtx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO tokens (`+tokenColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+		_, err := tx.ExecContext(ctx, `INSERT INTO tokens (`+sqlstore.TokenColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?)`,
 			t.ID, t.Name, t.Admin, t.Hash, fmtTime(created), nullTimePtr(t.RevokedAt), nullTimePtr(t.LastUsedAt))
 		if isConstraint(err) {
-			return drydock.Errorf(drydock.ECONFLICT, "a token with this id or secret already exists")
+			return sqlstore.TokenTaken()
 		}
 		return err
 	})
 	if err != nil {
-		return wrapErr("create token "+t.ID, err)
+		return sqlstore.Wrap("create token "+t.ID, err)
 	}
 	t.CreatedAt = created
 	return nil
 }
 
 // TokenByHash returns the unrevoked token with hash. It records the use in
-// LastUsedAt, at most once per lastUsedGranularity and without waiting for
+// LastUsedAt, at most once per sqlstore.LastUsedGranularity and without waiting for
 // the write.
 func (s *Store) TokenByHash(ctx context.Context, hash []byte) (*drydock.Token, error) {
 	t, err := scanToken(s.reads.queryRow(ctx,
-		`SELECT `+tokenColumns+` FROM tokens WHERE hash = ? AND revoked_at IS NULL`, hash))
+		`SELECT `+sqlstore.TokenColumns+` FROM tokens WHERE hash = ? AND revoked_at IS NULL`, hash))
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, drydock.Errorf(drydock.ENOTFOUND, "no such token")
+		return nil, sqlstore.NoSuchToken()
 	}
 	if err != nil {
 		return nil, fmt.Errorf("token by hash: %w", err)
 	}
 	used := now()
-	if t.LastUsedAt == nil || used.Sub(*t.LastUsedAt) >= lastUsedGranularity {
+	if t.LastUsedAt == nil || used.Sub(*t.LastUsedAt) >= sqlstore.LastUsedGranularity {
 		id := t.ID
 		s.w.try(func(ctx context.Context, tx *wtx) error {
 			_, err := tx.ExecContext(ctx, `UPDATE tokens SET last_used_at = ? WHERE id = ?
@@ -94,9 +86,9 @@ func (s *Store) TokenByHash(ctx context.Context, hash []byte) (*drydock.Token, e
 // TokenByID returns the unrevoked token with id, or ENOTFOUND.
 func (s *Store) TokenByID(ctx context.Context, id string) (*drydock.Token, error) {
 	t, err := scanToken(s.reads.queryRow(ctx,
-		`SELECT `+tokenColumns+` FROM tokens WHERE id = ? AND revoked_at IS NULL`, id))
+		`SELECT `+sqlstore.TokenColumns+` FROM tokens WHERE id = ? AND revoked_at IS NULL`, id))
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, drydock.Errorf(drydock.ENOTFOUND, "no such token")
+		return nil, sqlstore.NoSuchToken()
 	}
 	if err != nil {
 		return nil, fmt.Errorf("token by id: %w", err)
@@ -106,7 +98,7 @@ func (s *Store) TokenByID(ctx context.Context, id string) (*drydock.Token, error
 
 // ListTokens returns every token, revoked ones included, oldest first.
 func (s *Store) ListTokens(ctx context.Context) ([]*drydock.Token, error) {
-	rows, err := s.rdb.QueryContext(ctx, `SELECT `+tokenColumns+` FROM tokens ORDER BY created_at, id`)
+	rows, err := s.rdb.QueryContext(ctx, `SELECT `+sqlstore.TokenColumns+` FROM tokens ORDER BY created_at, id`)
 	if err != nil {
 		return nil, fmt.Errorf("list tokens: %w", err)
 	}
@@ -136,11 +128,11 @@ func (s *Store) RevokeToken(ctx context.Context, id string) error {
 		if n, err := res.RowsAffected(); err != nil {
 			return err
 		} else if n == 0 {
-			return drydock.Errorf(drydock.ENOTFOUND, "token %s not found", id)
+			return sqlstore.TokenNotFound(id)
 		}
 		return nil
 	})
-	return wrapErr("revoke token "+id, err)
+	return sqlstore.Wrap("revoke token "+id, err)
 }
 
 // CountTokens counts unrevoked tokens.

@@ -8,7 +8,8 @@ import (
 	"github.com/drydockhq/drydock"
 )
 
-// Messages to a job's agent (issue 16 §1, msg).
+// Messages to a job's agent: appended while the job lives, bounded, and
+// refused once it has ended.
 func (s *suite) messageTests() map[string]func(t *testing.T) {
 	return map[string]func(t *testing.T){
 		"InteractiveKept":             s.testInteractiveKept,
@@ -53,7 +54,7 @@ func (s *suite) testInteractiveKept(t *testing.T) {
 	}
 }
 
-// testAgentNoneKept: a job without an agent (issue 18) reads back as one
+// testAgentNoneKept: a job without an agent (AgentNone) reads back as one
 // everywhere, above all in the claim that tells the runner to hold its
 // sandbox rather than start an agent.
 func (s *suite) testAgentNoneKept(t *testing.T) {

@@ -9,7 +9,7 @@ import (
 	"github.com/drydockhq/drydock"
 )
 
-// Pause and take-over (issue 16 §2).
+// Pause and take-over: Store.ChangePause.
 func (s *suite) pauseTests() map[string]func(t *testing.T) {
 	return map[string]func(t *testing.T){
 		"PauseResume":           s.testPauseResume,

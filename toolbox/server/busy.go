@@ -23,7 +23,7 @@ const acquireBound = 10 * time.Second
 // already waiting, which returns at once with the command still running.
 // That other call is often gone: an orchestrator killed mid-command leaves
 // its wait holding the lock until the command ends, and its successor's
-// calls used to queue behind it for minutes.
+// calls would otherwise queue behind it for minutes.
 func (s *session) acquire(command bool) error {
 	select {
 	case s.runLock <- struct{}{}:

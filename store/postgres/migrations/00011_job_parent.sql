@@ -1,4 +1,4 @@
--- The finished job a job follows up (issue 16): '' for a job that starts
+-- The finished job a job follows up: '' for a job that starts
 -- afresh. Indexed, since a job's page lists its follow-ups.
 
 -- +goose Up

@@ -1,4 +1,4 @@
--- Messages to a job's agent (issue 16 §1): whether the job offers the
+-- Messages to a job's agent: whether the job offers the
 -- ask_user tool, and the question its agent waits on ('' when none).
 
 -- +goose Up

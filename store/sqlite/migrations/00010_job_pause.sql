@@ -1,4 +1,4 @@
--- Pause and take-over (issue 16 §2). A job is paused while paused_at is set:
+-- Pause and take-over. A job is paused while paused_at is set:
 -- paused_by names who paused it (a person's pause), control_lease and
 -- control_by the desktop connection that holds control until
 -- control_expires_at. paused_ms sums the pauses that ended; pauses counts

@@ -1,4 +1,4 @@
--- The isolation a job's sandbox ran under (issue 17): gvisor, runc, none, or
+-- The isolation a job's sandbox ran under: gvisor, runc, none, or
 -- a Kubernetes RuntimeClass; '' until the job has a sandbox.
 
 -- +goose Up

@@ -1,4 +1,4 @@
--- Who works in a job's sandbox (issue 18): '' the server's agent, 'none' a
+-- Who works in a job's sandbox: '' the server's agent, 'none' a
 -- sandbox held for the caller (run_command, write_file) until its timeout.
 
 -- +goose Up

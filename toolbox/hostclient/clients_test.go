@@ -1,34 +1,34 @@
-package toolbox_test
+package hostclient_test
 
 import (
 	"testing"
 
 	"github.com/drydockhq/drydock"
-	"github.com/drydockhq/drydock/toolbox"
+	"github.com/drydockhq/drydock/toolbox/hostclient"
 )
 
-func TestPoolKeepsOneClientPerSandbox(t *testing.T) {
+func TestClientsKeepOneClientPerSandbox(t *testing.T) {
 	t.Parallel()
-	p := toolbox.NewPool()
+	cs := hostclient.NewClients()
 	a := &drydock.Sandbox{ID: "a", Endpoint: drydock.Endpoint{Network: "unix", Address: "/x.sock"}, Token: "t1"}
 	b := &drydock.Sandbox{ID: "b", Endpoint: drydock.Endpoint{Network: "unix", Address: "/y.sock"}, Token: "t2"}
-	if p.Get(a) != p.Get(a) {
+	if cs.Get(a) != cs.Get(a) {
 		t.Error("two clients for one sandbox")
 	}
-	if p.Get(a) == p.Get(b) {
+	if cs.Get(a) == cs.Get(b) {
 		t.Error("two sandboxes share a client")
 	}
 	rotated := *a
 	rotated.Token = "t3"
-	if p.Get(&rotated) == p.Get(a) {
+	if cs.Get(&rotated) == cs.Get(a) {
 		t.Error("a new token reuses the old client")
 	}
-	before := p.Get(a)
-	p.Forget("a")
-	if p.Get(a) == before {
+	before := cs.Get(a)
+	cs.Forget("a")
+	if cs.Get(a) == before {
 		t.Error("Forget kept the client")
 	}
-	if p.Get(b) == nil {
+	if cs.Get(b) == nil {
 		t.Error("Forget dropped another sandbox's client")
 	}
 }
