@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -27,9 +26,14 @@ const DefaultMaxTokens = 8192
 
 // Config configures a Provider. Zero values take the defaults.
 type Config struct {
-	// APIKey and BaseURL override ANTHROPIC_API_KEY and ANTHROPIC_BASE_URL.
-	APIKey  string
-	BaseURL string
+	// APIKey (sent as x-api-key) or else AuthToken (a bearer token) is the
+	// credential; BaseURL, when set, replaces Anthropic's API. The package
+	// never reads the environment: the composition root (cmd/drydock)
+	// takes them from ANTHROPIC_API_KEY, ANTHROPIC_AUTH_TOKEN and
+	// ANTHROPIC_BASE_URL.
+	APIKey    string
+	AuthToken string
+	BaseURL   string
 	// MaxRetries is how many times a request is retried on 408, 409, 429,
 	// 5xx (529 overloaded included), timeouts and dropped connections
 	// (default 5). The SDK backs off exponentially from 0.5s up to 8s,
@@ -65,15 +69,13 @@ func New(cfg Config) (*Provider, error) {
 	switch {
 	case cfg.APIKey != "":
 		opts = append(opts, option.WithAPIKey(cfg.APIKey))
-	case os.Getenv("ANTHROPIC_API_KEY") != "":
-		opts = append(opts, option.WithAPIKey(os.Getenv("ANTHROPIC_API_KEY")))
-	case os.Getenv("ANTHROPIC_AUTH_TOKEN") != "":
-		opts = append(opts, option.WithAuthToken(os.Getenv("ANTHROPIC_AUTH_TOKEN")))
+	case cfg.AuthToken != "":
+		opts = append(opts, option.WithAuthToken(cfg.AuthToken))
 	default:
 		return nil, Vendor.NoCredentials()
 	}
-	if base := firstNonEmpty(cfg.BaseURL, os.Getenv("ANTHROPIC_BASE_URL")); base != "" {
-		opts = append(opts, option.WithBaseURL(base))
+	if cfg.BaseURL != "" {
+		opts = append(opts, option.WithBaseURL(cfg.BaseURL))
 	}
 	if cfg.MaxRetries == 0 {
 		cfg.MaxRetries = 5
@@ -348,13 +350,4 @@ func convertResponse(msg *sdk.BetaMessage) *llm.Response {
 		CacheWriteTokens: msg.Usage.CacheCreationInputTokens,
 	}
 	return out
-}
-
-func firstNonEmpty(s ...string) string {
-	for _, v := range s {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
 }

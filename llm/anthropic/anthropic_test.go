@@ -73,11 +73,15 @@ func TestNoCredentials(t *testing.T) {
 	}
 }
 
-func TestEnvironment(t *testing.T) {
-	srv := llmtest.NewServer(t, llmtest.Options{APIKey: "sk-ant-from-env-0123456789", Turns: []llmtest.Turn{{Text: "hi"}}})
+// The package takes nothing from the environment: a key there is not
+// used, and a bearer token given in Config is.
+func TestCredentialsComeFromConfig(t *testing.T) {
 	t.Setenv("ANTHROPIC_API_KEY", "sk-ant-from-env-0123456789")
-	t.Setenv("ANTHROPIC_BASE_URL", srv.AnthropicBaseURL())
-	p, err := anthropic.New(anthropic.Config{})
+	if _, err := anthropic.New(anthropic.Config{}); drydock.ErrorCode(err) != drydock.EINVALID {
+		t.Fatalf("New without credentials but a key in the environment: %v; want EINVALID", err)
+	}
+	srv := llmtest.NewServer(t, llmtest.Options{APIKey: "sk-ant-oat-bearer-0123456789", Turns: []llmtest.Turn{{Text: "hi"}}})
+	p, err := anthropic.New(anthropic.Config{AuthToken: "sk-ant-oat-bearer-0123456789", BaseURL: srv.AnthropicBaseURL()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"strings"
 	"time"
 
@@ -25,8 +24,11 @@ var Vendor = llm.Vendor{Name: "OpenAI", KeyEnv: "OPENAI_API_KEY", BaseURLEnv: "O
 
 // Config configures a Provider. Zero values take the defaults.
 type Config struct {
-	// APIKey and BaseURL override OPENAI_API_KEY and OPENAI_BASE_URL. A base
-	// URL without a key is allowed (local servers often need none).
+	// APIKey is the credential and BaseURL, when set, replaces OpenAI's API
+	// (an OpenAI-compatible server). A base URL without a key is allowed
+	// (local servers often need none). The package never reads them from
+	// the environment: the composition root (cmd/drydock) takes them from
+	// OPENAI_API_KEY and OPENAI_BASE_URL.
 	APIKey  string
 	BaseURL string
 	// MaxRetries is how many times a request is retried on 408, 409, 429,
@@ -67,8 +69,7 @@ var _ llm.Provider = (*Provider)(nil)
 // New returns a provider, or an EINVALID error saying what to set when
 // there is neither a key nor a base URL.
 func New(cfg Config) (*Provider, error) {
-	key := firstNonEmpty(cfg.APIKey, os.Getenv("OPENAI_API_KEY"))
-	base := firstNonEmpty(cfg.BaseURL, os.Getenv("OPENAI_BASE_URL"))
+	key, base := cfg.APIKey, cfg.BaseURL
 	if key == "" && base == "" {
 		return nil, Vendor.NoCredentials()
 	}
@@ -305,13 +306,4 @@ func convertResponse(res *sdk.ChatCompletion) (*llm.Response, error) {
 		CacheWriteTokens: written,
 	}
 	return out, nil
-}
-
-func firstNonEmpty(s ...string) string {
-	for _, v := range s {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
 }

@@ -44,12 +44,12 @@ func TestNoCredentials(t *testing.T) {
 }
 
 // A local OpenAI-compatible server (Ollama, llama.cpp) needs a base URL
-// and no key.
-func TestEnvironmentBaseURLWithoutKey(t *testing.T) {
+// and no key. (The SDK would take OPENAI_API_KEY from the process when
+// Config has no key: cleared here.)
+func TestBaseURLWithoutKey(t *testing.T) {
 	srv := llmtest.NewServer(t, llmtest.Options{Turns: []llmtest.Turn{{Text: "local"}}})
 	t.Setenv("OPENAI_API_KEY", "")
-	t.Setenv("OPENAI_BASE_URL", srv.OpenAIBaseURL())
-	p, err := openai.New(openai.Config{})
+	p, err := openai.New(openai.Config{BaseURL: srv.OpenAIBaseURL()})
 	if err != nil {
 		t.Fatal(err)
 	}
