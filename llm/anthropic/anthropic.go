@@ -95,7 +95,7 @@ func New(cfg Config) (*Provider, error) {
 }
 
 // Name implements llm.Provider.
-func (p *Provider) Name() string { return "anthropic" }
+func (p *Provider) Name() string { return llm.ProviderAnthropic }
 
 // Complete implements llm.Provider.
 func (p *Provider) Complete(ctx context.Context, req *llm.Request) (*llm.Response, error) {
@@ -144,7 +144,7 @@ func buildParams(req *llm.Request, thinking int) (sdk.BetaMessageNewParams, erro
 			if budget == 0 {
 				// Without thinking the API needs none back, and a model that
 				// cannot think (a follow-up on another model) may refuse it.
-				m.Thinking = nil
+				m.Reasoning = nil
 			}
 			if blocks := assistantBlocks(m); len(blocks) > 0 {
 				params.Messages = append(params.Messages, sdk.BetaMessageParam{Role: sdk.BetaMessageParamRoleAssistant, Content: blocks})
@@ -231,7 +231,7 @@ func markCache(msgs []sdk.BetaMessageParam) {
 
 func assistantBlocks(m llm.Message) []sdk.BetaContentBlockParamUnion {
 	var blocks []sdk.BetaContentBlockParamUnion
-	for _, t := range m.Thinking {
+	for _, t := range m.Reasoning.Thinking() {
 		if t.Redacted != "" {
 			blocks = append(blocks, sdk.NewBetaRedactedThinkingBlock(t.Redacted))
 		} else {
@@ -316,14 +316,15 @@ func inputSchema(raw json.RawMessage) (sdk.BetaToolInputSchemaParam, error) {
 func convertResponse(msg *sdk.BetaMessage) *llm.Response {
 	out := &llm.Response{Model: string(msg.Model)}
 	var text []string
+	var thinking []llm.Thinking
 	for _, b := range msg.Content {
 		switch b.Type {
 		case "text":
 			text = append(text, b.Text)
 		case "thinking":
-			out.Thinking = append(out.Thinking, llm.Thinking{Text: b.Thinking, Signature: b.Signature})
+			thinking = append(thinking, llm.Thinking{Text: b.Thinking, Signature: b.Signature})
 		case "redacted_thinking":
-			out.Thinking = append(out.Thinking, llm.Thinking{Redacted: b.Data})
+			thinking = append(thinking, llm.Thinking{Redacted: b.Data})
 		case "tool_use":
 			input := b.Input
 			if len(input) == 0 {
@@ -333,6 +334,7 @@ func convertResponse(msg *sdk.BetaMessage) *llm.Response {
 		}
 	}
 	out.Text = strings.Join(text, "\n\n")
+	out.Reasoning = llm.ThinkingReasoning(thinking)
 	switch msg.StopReason {
 	case sdk.BetaStopReasonToolUse:
 		out.StopReason = llm.StopToolUse

@@ -114,7 +114,7 @@ func TestThinkingOffWhenMergedResultsAnswerATurnWithoutIt(t *testing.T) {
 	msgs := func(thinking []llm.Thinking) []llm.Message {
 		return []llm.Message{
 			{Role: llm.RoleUser, Text: "task"},
-			{Role: llm.RoleAssistant, Thinking: thinking, ToolCalls: []llm.ToolCall{{ID: "toolu_1", Name: "bash", Input: []byte(`{"command":"ls"}`)}}},
+			{Role: llm.RoleAssistant, Reasoning: llm.ThinkingReasoning(thinking), ToolCalls: []llm.ToolCall{{ID: "toolu_1", Name: "bash", Input: []byte(`{"command":"ls"}`)}}},
 			{Role: llm.RoleUser, ToolResults: []llm.ToolResult{{CallID: "toolu_1", Output: "a.txt"}}},
 			{Role: llm.RoleUser, Text: "Summarize the steps so far."},
 		}
@@ -166,7 +166,7 @@ func TestNoThinkingBlocksWithoutThinking(t *testing.T) {
 	signed := []llm.Thinking{llmtest.SignThinking(llm.Thinking{Text: "earlier"})}
 	msgs := []llm.Message{
 		{Role: llm.RoleUser, Text: "task"},
-		{Role: llm.RoleAssistant, Thinking: signed, ToolCalls: []llm.ToolCall{{ID: "toolu_1", Name: "bash", Input: []byte(`{}`)}}},
+		{Role: llm.RoleAssistant, Reasoning: llm.ThinkingReasoning(signed), ToolCalls: []llm.ToolCall{{ID: "toolu_1", Name: "bash", Input: []byte(`{}`)}}},
 		{Role: llm.RoleUser, ToolResults: []llm.ToolResult{{CallID: "toolu_1", Output: "ok"}}},
 		// This turn's thinking was lost: the request goes without.
 		{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: "toolu_2", Name: "bash", Input: []byte(`{}`)}}},
@@ -178,8 +178,8 @@ func TestNoThinkingBlocksWithoutThinking(t *testing.T) {
 		}
 	}
 	for _, r := range srv.Requests() {
-		if r.Thinking != 0 || len(r.Messages[1].Thinking) != 0 || strings.Contains(string(r.Body), `"thinking"`) {
-			t.Errorf("%s: thinking %d, first turn's %+v; want no thinking at all", r.Model, r.Thinking, r.Messages[1].Thinking)
+		if r.Thinking != 0 || r.Messages[1].Reasoning != nil || strings.Contains(string(r.Body), `"thinking"`) {
+			t.Errorf("%s: thinking %d, first turn's %+v; want no thinking at all", r.Model, r.Thinking, r.Messages[1].Reasoning)
 		}
 	}
 }

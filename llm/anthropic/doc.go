@@ -10,8 +10,9 @@
 // EditorTool, ComputerTool), with the computer-use beta flag, and as a
 // custom tool to other models. Models that can think do, with
 // Config.ThinkingBudget or their default budget on top of max_tokens; the
-// thinking blocks come back in llm.Response.Thinking and must go back,
-// unchanged, with their turn (llm.Message.Thinking).
+// thinking blocks come back as the turn's llm.Reasoning (llm.Thinking
+// blocks, see llm.ThinkingReasoning) and must go back, unchanged, with
+// their turn (llm.Message.Reasoning).
 //
 // Credentials and the base URL come from Config only: Config.APIKey
 // (x-api-key) or Config.AuthToken (bearer). The package reads no

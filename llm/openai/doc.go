@@ -10,7 +10,7 @@
 // holds no key, as it always did.)
 //
 // On Responses nothing is stored at OpenAI (store=false): a reasoning
-// model's encrypted reasoning items come back as the turn's llm.State and
+// model's encrypted reasoning items come back as the turn's llm.Reasoning and
 // go back with the turn, in order, in every later request. Tool results
 // carry their images inside function_call_output. Chat completions carry
 // tool results as text only, so there the images of a tool result travel

@@ -52,7 +52,7 @@ type Config struct {
 	ReasoningEffort string
 }
 
-// providerName is Name, and the owner of the llm.State this package writes.
+// providerName is Name, and the owner of the llm.Reasoning this package writes.
 const providerName = "openai"
 
 // Provider talks to the Responses API or the Chat Completions API, chosen
