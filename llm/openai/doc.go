@@ -4,10 +4,10 @@
 // Completions for older models and for any other base URL
 // (Config.BaseURL): vLLM, Ollama, llama.cpp, OpenRouter. The key and base
 // URL come from Config; the server's composition root (cmd/drydock) fills
-// it from OPENAI_API_KEY and OPENAI_BASE_URL. (The SDK's client still
-// applies the optional OPENAI_ORG_ID, OPENAI_PROJECT_ID and
-// OPENAI_CUSTOM_HEADERS of the process, and OPENAI_API_KEY when Config
-// holds no key, as it always did.)
+// it from OPENAI_API_KEY and OPENAI_BASE_URL, which the SDK's client would
+// otherwise apply by itself. (The client still applies the optional
+// OPENAI_ORG_ID, OPENAI_PROJECT_ID and OPENAI_CUSTOM_HEADERS of the
+// process, as it always did.)
 //
 // On Responses nothing is stored at OpenAI (store=false): a reasoning
 // model's encrypted reasoning items come back as the turn's llm.Reasoning and

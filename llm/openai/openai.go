@@ -2,6 +2,7 @@ package openai
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -51,6 +52,9 @@ type Config struct {
 	// model's default.
 	ReasoningEffort string
 }
+
+// defaultBaseURL is OpenAI's own API, used when Config has no base URL.
+const defaultBaseURL = "https://api.openai.com/v1/"
 
 // providerName is Name, and the owner of the llm.Reasoning this package writes.
 const providerName = "openai"
@@ -103,12 +107,10 @@ func New(cfg Config) (*Provider, error) {
 		option.WithMaxRetryDelay(cfg.RetryMaxDelay),
 		option.WithMiddleware(wholeAnswer),
 	}
-	if key != "" {
-		opts = append(opts, option.WithAPIKey(key))
-	}
-	if base != "" {
-		opts = append(opts, option.WithBaseURL(base))
-	}
+	// The SDK's client starts from the process's OPENAI_* variables; the
+	// key and base URL are set whatever they are, empty included, so that
+	// the provider uses what it was given (the composition root read them).
+	opts = append(opts, option.WithAPIKey(key), option.WithBaseURL(cmp.Or(base, defaultBaseURL)))
 	return &Provider{client: sdk.NewClient(opts...), api: cfg.API, base: base, effort: effort}, nil
 }
 

@@ -86,3 +86,23 @@ func TestNoToolCalls(t *testing.T) {
 		t.Errorf("the tools were not sent with NoToolCalls")
 	}
 }
+
+// The provider uses the key and base URL it is given, not the process's
+// OPENAI_API_KEY or OPENAI_BASE_URL, which the SDK's client would apply by
+// itself: the composition root (cmd/drydock) reads the environment.
+func TestEnvironmentIsNotConsulted(t *testing.T) {
+	srv := llmtest.NewServer(t, llmtest.Options{Turns: []llmtest.Turn{{Text: "given"}}})
+	t.Setenv("OPENAI_API_KEY", "sk-from-the-environment-0123456789")
+	t.Setenv("OPENAI_BASE_URL", "http://127.0.0.1:1/v1")
+	p, err := openai.New(openai.Config{BaseURL: srv.OpenAIBaseURL()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := p.Complete(t.Context(), &llm.Request{Model: "llama3.1:8b", Messages: []llm.Message{{Role: llm.RoleUser, Text: "hi"}}})
+	if err != nil || res.Text != "given" {
+		t.Fatalf("%+v %v", res, err)
+	}
+	if c := srv.Requests()[0].Credential; c != "" {
+		t.Errorf("sent credential %q; want none (Config has no key)", c)
+	}
+}
