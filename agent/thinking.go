@@ -31,7 +31,7 @@ func (r *run) keepReasoning(turn *transcript.ModelTurn, reasoning *llm.Reasoning
 		return
 	}
 	turn.Reasoning = reasoning
-	whole := bytes.Equal(r.mask.JSON(reasoning.Data), reasoning.Data) && r.mask.String(reasoning.Provider) == reasoning.Provider
+	whole := bytes.Equal(r.mask.JSON(reasoning.Data), reasoning.Data)
 	if data, err := json.Marshal(turn); err != nil {
 		whole = false
 	} else if len(data) > drydock.MaxEventDataBytes {
