@@ -3,8 +3,10 @@ package drydock_test
 import (
 	"bufio"
 	"bytes"
+	"go/ast"
 	"go/parser"
 	"go/token"
+	"io/fs"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -143,7 +145,7 @@ func TestToolboxdLinksOnlyTheSandboxSide(t *testing.T) {
 // subcommand reaches a server through package client, as a user's program
 // would.
 func TestCLISubcommandsUseTheClient(t *testing.T) {
-	composition := []string{"server.go", "pool.go", "runtime.go", "kube.go"}
+	composition := []string{"server.go", "pool.go", "runtime.go", "kube.go", "llm.go"}
 	never := []string{"api", "runner", "store", "pool", "watch", "web"}
 	files, err := filepath.Glob(filepath.Join("cmd", "drydock", "*.go"))
 	if err != nil || len(files) == 0 {
@@ -167,5 +169,56 @@ func TestCLISubcommandsUseTheClient(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// The agent and the model providers are given their settings; only the
+// composition root (cmd/drydock) reads the process's environment. A
+// provider that picked up a key by itself would surprise a program that
+// embeds it, and would make the server's configuration two places.
+func TestAgentAndProvidersReadNoEnvironment(t *testing.T) {
+	reads := []string{"Getenv", "LookupEnv", "Environ", "ExpandEnv"}
+	fset := token.NewFileSet()
+	checked := 0
+	for _, root := range []string{"agent", "llm"} {
+		err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+				return err
+			}
+			f, err := parser.ParseFile(fset, path, nil, 0)
+			if err != nil {
+				return err
+			}
+			checked++
+			osName := ""
+			for _, spec := range f.Imports {
+				if spec.Path.Value == `"os"` {
+					osName = "os"
+					if spec.Name != nil {
+						osName = spec.Name.Name
+					}
+				}
+			}
+			if osName == "" {
+				return nil
+			}
+			ast.Inspect(f, func(n ast.Node) bool {
+				sel, ok := n.(*ast.SelectorExpr)
+				if !ok {
+					return true
+				}
+				if id, ok := sel.X.(*ast.Ident); ok && id.Name == osName && slices.Contains(reads, sel.Sel.Name) {
+					t.Errorf("%s: os.%s: the agent and the providers take their settings as values; read the environment in cmd/drydock", fset.Position(sel.Pos()), sel.Sel.Name)
+				}
+				return true
+			})
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if checked == 0 {
+		t.Fatal("no Go files found under agent/ and llm/")
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"os"
 	"time"
 
 	"github.com/drydockhq/drydock"
@@ -30,16 +29,22 @@ const (
 
 // Config configures the agent. Zero values take the defaults.
 type Config struct {
-	// Provider is "openai", "anthropic", or "" to pick from the
-	// environment (ANTHROPIC_API_KEY first, then OPENAI_API_KEY or
-	// OPENAI_BASE_URL).
+	// Provider is "openai" or "anthropic"; "" is none, and every job then
+	// fails saying how to configure one. The package reads no environment:
+	// the server's composition root (cmd/drydock) picks the provider and
+	// its credentials from it.
 	Provider string
 	// Model is the default model; a job's model overrides it.
 	Model string
-	// APIKey and BaseURL override the provider SDK's environment variables
-	// (OPENAI_API_KEY/OPENAI_BASE_URL, ANTHROPIC_API_KEY/ANTHROPIC_BASE_URL).
-	APIKey  string
-	BaseURL string
+	// APIKey, AuthToken (Anthropic's bearer token, used when there is no
+	// key) and BaseURL are the provider's credentials and endpoint.
+	APIKey    string
+	AuthToken string
+	BaseURL   string
+	// Environ is the server's environment (os.Environ's form): the values
+	// of its secret-looking variables are masked out of the job's events
+	// and errors, as are APIKey and AuthToken.
+	Environ []string
 	// MaxRetries and RequestTimeout configure the provider's retries (see
 	// llm/openai and llm/anthropic for the defaults).
 	MaxRetries     int
@@ -149,6 +154,11 @@ func New(cfg Config, log *slog.Logger) (*Agent, error) {
 	if cfg.ThinkingBudget > 0 && cfg.ThinkingBudget < anthropic.MinThinkingBudget {
 		return nil, drydock.Errorf(drydock.EINVALID, "the thinking budget must be at least %d tokens (or negative to turn thinking off), not %d", anthropic.MinThinkingBudget, cfg.ThinkingBudget)
 	}
+	switch cfg.Provider {
+	case "", ProviderOpenAI, ProviderAnthropic:
+	default:
+		return nil, drydock.Errorf(drydock.EINVALID, "unknown LLM provider %q: use openai or anthropic", cfg.Provider)
+	}
 	switch cfg.OpenAIAPI {
 	case "", openai.APIAuto, openai.APIResponses, openai.APIChat:
 	default:
@@ -168,38 +178,35 @@ func New(cfg Config, log *slog.Logger) (*Agent, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	a := &Agent{cfg: cfg, log: log.With("component", "agent"), mask: newEnvMasker(cfg.APIKey)}
+	a := &Agent{cfg: cfg, log: log.With("component", "agent"), mask: newMasker(cfg.Environ, cfg.APIKey, cfg.AuthToken)}
 	if cfg.LLM != nil {
 		a.provider = cfg.LLM
 		return a, nil
 	}
-	name := cfg.Provider
-	if name == "" {
-		switch {
-		case os.Getenv("ANTHROPIC_API_KEY") != "" || os.Getenv("ANTHROPIC_AUTH_TOKEN") != "":
-			name = ProviderAnthropic
-		case os.Getenv("OPENAI_API_KEY") != "" || os.Getenv("OPENAI_BASE_URL") != "":
-			name = ProviderOpenAI
-		default:
-			a.unconfigured = drydock.Errorf(drydock.EINVALID, "no LLM provider configured: set OPENAI_API_KEY (and OPENAI_BASE_URL for an OpenAI-compatible server) or ANTHROPIC_API_KEY in the server's environment, and choose it with --llm openai|anthropic")
-			return a, nil
-		}
-		a.cfg.Provider = name
+	p, err := newProvider(cfg)
+	if err != nil {
+		// No provider or no credentials: the server starts, and says why
+		// jobs fail.
+		a.unconfigured = err
+		return a, nil
 	}
-	var err error
-	switch name {
+	a.provider = p
+	return a, nil
+}
+
+// errNoProvider is the error of every job when no provider is configured.
+var errNoProvider = drydock.Errorf(drydock.EINVALID, "no LLM provider configured: set OPENAI_API_KEY (and OPENAI_BASE_URL for an OpenAI-compatible server) or ANTHROPIC_API_KEY in the server's environment, and choose it with --llm openai|anthropic")
+
+// newProvider builds the named provider from the config's values.
+func newProvider(cfg Config) (llm.Provider, error) {
+	switch cfg.Provider {
 	case ProviderOpenAI:
-		a.provider, err = openai.New(openai.Config{APIKey: cfg.APIKey, BaseURL: cfg.BaseURL, MaxRetries: cfg.MaxRetries, RequestTimeout: cfg.RequestTimeout,
+		return openai.New(openai.Config{APIKey: cfg.APIKey, BaseURL: cfg.BaseURL, MaxRetries: cfg.MaxRetries, RequestTimeout: cfg.RequestTimeout,
 			API: cfg.OpenAIAPI, ReasoningEffort: cfg.ReasoningEffort})
 	case ProviderAnthropic:
-		a.provider, err = anthropic.New(anthropic.Config{APIKey: cfg.APIKey, BaseURL: cfg.BaseURL, MaxRetries: cfg.MaxRetries, RequestTimeout: cfg.RequestTimeout, ThinkingBudget: cfg.ThinkingBudget})
-	default:
-		return nil, drydock.Errorf(drydock.EINVALID, "unknown LLM provider %q: use openai or anthropic", name)
+		return anthropic.New(anthropic.Config{APIKey: cfg.APIKey, AuthToken: cfg.AuthToken, BaseURL: cfg.BaseURL, MaxRetries: cfg.MaxRetries, RequestTimeout: cfg.RequestTimeout, ThinkingBudget: cfg.ThinkingBudget})
 	}
-	if err != nil {
-		a.unconfigured = err
-	}
-	return a, nil
+	return nil, errNoProvider
 }
 
 // Check returns why jobs cannot run (no provider or no key), or nil.

@@ -582,8 +582,9 @@ func TestResumeAfterFinish(t *testing.T) {
 }
 
 func TestSecretsAreMaskedInEvents(t *testing.T) {
-	t.Setenv("DRYDOCK_TEST_DEPLOY_TOKEN", "tok-8c1f7e2b9a")
-	b := setup(t, agent.ProviderOpenAI, llmtest.Options{}, agent.Config{})
+	t.Parallel()
+	// The server passes its environment (cmd/drydock: os.Environ).
+	b := setup(t, agent.ProviderOpenAI, llmtest.Options{}, agent.Config{Environ: []string{"DRYDOCK_TEST_DEPLOY_TOKEN=tok-8c1f7e2b9a", "HOME=/home/drydock"}})
 	secrets := []string{"tok-8c1f7e2b9a", "sk-proj-abcdefghijklmnopqrstuvwxyz", b.sb.Token, llmtest.TestKey}
 	cmd := fmt.Sprintf("echo 'deploy with tok-8c1f7e2b9a'; echo sk-proj-abcdefghijklmnopqrstuvwxyz; echo %s; echo %s", b.sb.Token, llmtest.TestKey)
 	b.srv.Add(llmtest.Turn{Text: "Using tok-8c1f7e2b9a.", ToolCalls: []llm.ToolCall{call("bash", map[string]string{"command": cmd})}}, finish("done"))

@@ -26,8 +26,10 @@
 // over, errors in a row, turns without tool calls), which it is warned
 // about first.
 //
-// The server wires it as:
+// The package reads no environment; the server's composition root
+// (cmd/drydock) picks the provider and its credentials and wires it as:
 //
-//	a, err := agent.New(agent.Config{Provider: "anthropic", Model: "claude-sonnet-4-5"}, logger)
+//	a, err := agent.New(agent.Config{Provider: "anthropic", Model: "claude-sonnet-4-5",
+//		APIKey: key, Environ: os.Environ()}, logger)
 //	// a.Check() reports a missing key at startup; jobs fail with the same message.
 package agent

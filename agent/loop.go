@@ -63,7 +63,7 @@ func (r *run) step(ctx context.Context) error {
 	req := &llm.Request{
 		Model:     r.model,
 		System:    r.system,
-		Messages:  r.heldThinking.restore(prompt.Messages),
+		Messages:  r.heldReasoning.restore(prompt.Messages),
 		Tools:     r.tools.Defs(),
 		MaxTokens: r.a.cfg.MaxOutputTokens,
 	}
@@ -91,8 +91,8 @@ func (r *run) step(ctx context.Context) error {
 		}
 		r.ids[c.ID] = true
 	}
-	turn := transcript.ModelTurn{Step: step, Model: resp.Model, Text: resp.Text, ToolCalls: resp.ToolCalls, StopReason: string(resp.StopReason), State: resp.State}
-	r.keepThinking(&turn, resp.Thinking)
+	turn := transcript.ModelTurn{Step: step, Model: resp.Model, Text: resp.Text, ToolCalls: resp.ToolCalls, StopReason: string(resp.StopReason)}
+	r.keepReasoning(&turn, resp.Reasoning)
 	if err := r.emit(ctx, drydock.EventModel, turn); err != nil {
 		return err
 	}

@@ -3,7 +3,6 @@ package agent
 import (
 	"bytes"
 	"encoding/json"
-	"os"
 	"regexp"
 	"sort"
 	"strings"
@@ -46,8 +45,6 @@ func newMasker(environ []string, extra ...string) *masker {
 	}
 	return m
 }
-
-func newEnvMasker(extra ...string) *masker { return newMasker(os.Environ(), extra...) }
 
 func (m *masker) add(v string) {
 	v = strings.TrimSpace(v)

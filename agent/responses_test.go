@@ -55,7 +55,7 @@ func TestReasoningSurvivesMaskingAndRestart(t *testing.T) {
 	}
 	history := b.rec.Events()
 	var turn transcript.ModelTurn
-	if err := json.Unmarshal(b.rec.ofType(drydock.EventModel)[0].Data, &turn); err != nil || turn.State == nil || turn.State.Provider != "openai" {
+	if err := json.Unmarshal(b.rec.ofType(drydock.EventModel)[0].Data, &turn); err != nil || turn.Reasoning == nil || turn.Reasoning.Provider != "openai" {
 		t.Fatalf("the first model event holds no openai state: %+v %v", turn, err)
 	}
 	var usage struct {

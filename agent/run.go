@@ -62,12 +62,12 @@ type run struct {
 	// imgs holds the images of observations, by workspace path.
 	imgs map[string]llm.Image
 	ids  map[string]bool // tool call ids used so far
-	// held is the latest turn's thinking when masking kept it out of the
-	// log (thinking.go).
-	heldThinking heldThinking
-	steps        int
-	usage        drydock.Usage
-	stuck        stuck
+	// heldReasoning is the latest turn's reasoning when masking kept it
+	// out of the log (thinking.go).
+	heldReasoning heldReasoning
+	steps         int
+	usage         drydock.Usage
+	stuck         stuck
 	// outcome is set once finish succeeded.
 	outcome *drydock.AgentOutcome
 	// inboxAfter is the newest seq looked at for messages; inbox holds

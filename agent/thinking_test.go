@@ -69,13 +69,13 @@ func TestThinkingGoesBackEachStep(t *testing.T) {
 		}
 		if i > 0 {
 			want := llmtest.SignThinking(llm.Thinking{Text: []string{"First, start the log.", "Then add a line."}[i-1]})
-			if got := lastAssistant(t, r).Thinking; len(got) != 1 || got[0] != want {
+			if got := lastAssistant(t, r).Reasoning.Thinking(); len(got) != 1 || got[0] != want {
 				t.Errorf("request %d: last turn's thinking %+v; want %+v", r.N, got, want)
 			}
 		}
 	}
 	turns := modelTurns(t, b.rec)
-	if len(turns) != 3 || len(turns[0].Thinking) != 1 || turns[0].Thinking[0].Signature == "" || turns[2].Thinking[0].Redacted == "" {
+	if len(turns) != 3 || len(turns[0].Reasoning.Thinking()) != 1 || turns[0].Reasoning.Thinking()[0].Signature == "" || len(turns[2].Reasoning.Thinking()) != 1 || turns[2].Reasoning.Thinking()[0].Redacted == "" {
 		t.Errorf("model events %+v; want each turn's thinking with its signature or data", turns)
 	}
 }
@@ -110,7 +110,7 @@ func TestThinkingSurvivesResume(t *testing.T) {
 	if first.Thinking == 0 {
 		t.Errorf("resumed request thinks not; the last turn's thinking was lost")
 	}
-	if got, want := lastAssistant(t, first).Thinking, llmtest.SignThinking(llm.Thinking{Text: "Step 2 of the plan."}); len(got) != 1 || got[0] != want {
+	if got, want := lastAssistant(t, first).Reasoning.Thinking(), llmtest.SignThinking(llm.Thinking{Text: "Step 2 of the plan."}); len(got) != 1 || got[0] != want {
 		t.Errorf("resumed last turn's thinking %+v; want %+v", got, want)
 	}
 }
@@ -132,11 +132,11 @@ func TestThinkingWithASecretStaysOutOfTheLog(t *testing.T) {
 			t.Errorf("%s event holds the secret: %s", e.Type, e.Data)
 		}
 	}
-	if turns := modelTurns(t, b.rec); len(turns[0].Thinking) != 0 || !turns[0].ThinkingOmitted {
+	if turns := modelTurns(t, b.rec); turns[0].Reasoning != nil || !turns[0].ReasoningOmitted {
 		t.Errorf("first model event %+v; want its thinking left out and marked", turns[0])
 	}
 	r := b.srv.Requests()[1]
-	if got := lastAssistant(t, r).Thinking; len(got) != 1 || !strings.Contains(got[0].Text, secret) || r.Thinking == 0 {
+	if got := lastAssistant(t, r).Reasoning.Thinking(); len(got) != 1 || !strings.Contains(got[0].Text, secret) || r.Thinking == 0 {
 		t.Errorf("second request: thinking %d, last turn's %+v; want the held thinking sent back whole", r.Thinking, got)
 	}
 }
@@ -178,11 +178,11 @@ func TestThinkingOfAnOversizedTurnIsHeldWhole(t *testing.T) {
 	if _, err := b.run(t.Context(), job("Write a big file."), nil); err != nil {
 		t.Fatal(err)
 	}
-	if turns := modelTurns(t, b.rec); !turns[0].ThinkingOmitted {
+	if turns := modelTurns(t, b.rec); !turns[0].ReasoningOmitted {
 		t.Errorf("first model event not marked as omitting its thinking")
 	}
 	want := llmtest.SignThinking(llm.Thinking{Text: thought})
-	if got := lastAssistant(t, b.srv.Requests()[1]).Thinking; len(got) != 1 || got[0] != want {
+	if got := lastAssistant(t, b.srv.Requests()[1]).Reasoning.Thinking(); len(got) != 1 || got[0] != want {
 		t.Errorf("second request's last thinking %+v; want %+v", got, want)
 	}
 }

@@ -27,42 +27,17 @@ const (
 
 // Message is one turn of the conversation. A user message holds, in this
 // order, the results of the previous assistant message's tool calls, then
-// text and images; an assistant message holds its thinking, text and tool
+// text and images; an assistant message holds its reasoning, text and tool
 // calls.
 type Message struct {
 	Role        Role
 	ToolResults []ToolResult // user: one per call of the previous assistant turn, in order
-	Thinking    []Thinking   // assistant: sent back first, unchanged
 	Text        string
 	Images      []Image    // user
 	ToolCalls   []ToolCall // assistant
-	// State is what the provider attached to this assistant turn
-	// (Response.State), sent back with it unchanged.
-	State *State
-}
-
-// State is a provider's opaque record of an assistant turn that must go
-// back to the same provider with the turn in later requests: OpenAI's
-// encrypted reasoning items (Responses API), Anthropic's thinking blocks.
-// The model keeps its chain of thought across turns without server-side
-// state. Only the provider named reads Data; others ignore it (a job moved
-// to another provider loses its reasoning, which both APIs accept). Data
-// is JSON so that the agent can keep it in its event log, where it is
-// masked like the rest; a provider must survive finding it altered.
-type State struct {
-	Provider string          `json:"provider"` // Provider.Name of the writer
-	Data     json.RawMessage `json:"data"`
-}
-
-// Thinking is a block of the model's reasoning (Anthropic's extended
-// thinking) as the provider returned it. It goes back unchanged with the
-// turn that produced it: the API checks Signature, and refuses a tool
-// result whose turn lost its thinking. A redacted block carries only
-// Redacted, the reasoning encrypted by the provider.
-type Thinking struct {
-	Text      string `json:"thinking,omitempty"`
-	Signature string `json:"signature,omitempty"`
-	Redacted  string `json:"redacted,omitempty"`
+	// Reasoning is what the provider attached to this assistant turn
+	// (Response.Reasoning), sent back with it unchanged.
+	Reasoning *Reasoning
 }
 
 // ToolCall is the model asking to run a tool. Input is a JSON object.
@@ -152,13 +127,12 @@ const (
 // Response is the model's turn.
 type Response struct {
 	Model      string // as the server reports it
-	Thinking   []Thinking
 	Text       string
 	ToolCalls  []ToolCall
 	StopReason StopReason
 	Usage      Usage
-	// State, when set, goes back with this turn (Message.State).
-	State *State
+	// Reasoning, when set, goes back with this turn (Message.Reasoning).
+	Reasoning *Reasoning
 }
 
 // Usage counts the tokens of one request. InputTokens excludes the tokens

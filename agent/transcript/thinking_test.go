@@ -15,7 +15,7 @@ import (
 func (j *job) thoughtStep(n int, output string) llm.Thinking {
 	id := fmt.Sprintf("call_%d", n)
 	th := llm.Thinking{Text: fmt.Sprintf("Plan for step %d: %s", n, strings.Repeat("reason ", 30)), Signature: fmt.Sprintf("sig-%d", n)}
-	j.emit(nil, drydock.EventModel, transcript.ModelTurn{Step: n, Thinking: []llm.Thinking{th}, Text: fmt.Sprintf("Step %d.", n),
+	j.emit(nil, drydock.EventModel, transcript.ModelTurn{Step: n, Reasoning: llm.ThinkingReasoning([]llm.Thinking{th}), Text: fmt.Sprintf("Step %d.", n),
 		ToolCalls: []llm.ToolCall{{ID: id, Name: "bash", Input: json.RawMessage(fmt.Sprintf(`{"command":"run %d"}`, n))}}})
 	j.emit(nil, drydock.EventObservation, transcript.Observation{Step: n, ID: id, Name: "bash", Output: output})
 	return th
@@ -26,8 +26,8 @@ func (j *job) thoughtStep(n int, output string) llm.Thinking {
 func lastThinking(t *testing.T, step int, p *transcript.Prompt, th llm.Thinking) {
 	t.Helper()
 	a := p.Messages[len(p.Messages)-2]
-	if a.Role != llm.RoleAssistant || len(a.Thinking) != 1 || a.Thinking[0] != th {
-		t.Fatalf("step %d: last turn's thinking %+v; want %+v unchanged", step, a.Thinking, th)
+	if got := a.Reasoning.Thinking(); a.Role != llm.RoleAssistant || len(got) != 1 || got[0] != th {
+		t.Fatalf("step %d: last turn's thinking %+v; want %+v unchanged", step, got, th)
 	}
 }
 
@@ -53,7 +53,7 @@ func TestWindowKeepsTheLastTurnsThinking(t *testing.T) {
 				continue
 			}
 			masked := strings.HasPrefix(p.Messages[k+1].ToolResults[0].Output, "[Older output hidden")
-			if masked && len(m.Thinking) > 0 {
+			if masked && m.Reasoning != nil {
 				t.Fatalf("step %d: masked turn %d kept its thinking", i, k)
 			}
 		}
@@ -80,7 +80,7 @@ func TestWindowKeepsTheLastTurnsThinking(t *testing.T) {
 
 	// Rebuilt from the log (a restart), the whole conversation has it.
 	msgs := transcript.Messages(j2.events, transcript.Options{Task: "t"})
-	if got := msgs[len(msgs)-2].Thinking; len(got) != 1 || got[0] != th {
+	if got := msgs[len(msgs)-2].Reasoning.Thinking(); len(got) != 1 || got[0] != th {
 		t.Errorf("rebuilt conversation's last thinking %+v", got)
 	}
 }

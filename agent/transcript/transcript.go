@@ -11,20 +11,44 @@ import (
 type ModelTurn struct {
 	Step  int    `json:"step"`
 	Model string `json:"model,omitempty"`
-	// Thinking is the turn's extended thinking, kept whole (with its
-	// signatures) since the provider checks it when it goes back.
-	Thinking []llm.Thinking `json:"thinking,omitempty"`
-	// ThinkingOmitted says the turn's thinking was left out of the log:
+	// Reasoning is the provider's record of the turn's reasoning
+	// (Anthropic's signed thinking blocks, OpenAI's encrypted reasoning
+	// items), kept whole since the provider checks it when it goes back
+	// with the turn in later prompts, a resumed run's included.
+	Reasoning *llm.Reasoning `json:"reasoning,omitempty"`
+	// ReasoningOmitted says the turn's reasoning was left out of the log:
 	// it held a secret, or made the event too large to keep whole, and
-	// masking or cutting it would have broken its signature.
-	ThinkingOmitted bool           `json:"thinking_omitted,omitempty"`
-	Text            string         `json:"text,omitempty"`
-	ToolCalls       []llm.ToolCall `json:"tool_calls,omitempty"`
-	StopReason      string         `json:"stop_reason,omitempty"`
-	// State is the provider's record of the turn (OpenAI's encrypted
-	// reasoning), sent back with it in every later prompt that shows it,
-	// a resumed run's included.
-	State *llm.State `json:"state,omitempty"`
+	// masking or cutting it would have broken it.
+	ReasoningOmitted bool           `json:"reasoning_omitted,omitempty"`
+	Text             string         `json:"text,omitempty"`
+	ToolCalls        []llm.ToolCall `json:"tool_calls,omitempty"`
+	StopReason       string         `json:"stop_reason,omitempty"`
+}
+
+// UnmarshalJSON also reads the model events written before the provider's
+// record was one field: Anthropic's blocks in "thinking" (with
+// "thinking_omitted"), OpenAI's record in "state".
+func (t *ModelTurn) UnmarshalJSON(data []byte) error {
+	type plain ModelTurn
+	var v struct {
+		plain
+		Thinking        []llm.Thinking `json:"thinking"`
+		ThinkingOmitted bool           `json:"thinking_omitted"`
+		State           *llm.Reasoning `json:"state"`
+	}
+	if err := json.Unmarshal(data, &v); err != nil {
+		return err
+	}
+	*t = ModelTurn(v.plain)
+	switch {
+	case t.Reasoning != nil:
+	case v.State != nil:
+		t.Reasoning = v.State
+	default:
+		t.Reasoning = llm.ThinkingReasoning(v.Thinking)
+	}
+	t.ReasoningOmitted = t.ReasoningOmitted || v.ThinkingOmitted
+	return nil
 }
 
 // ToolCall is the data of an EventToolCall event, written as the call

@@ -18,15 +18,15 @@ const interrupted = "This tool call was interrupted before it returned; its effe
 // Cutting between units never separates a call from its result.
 type unit struct {
 	step int
-	// thinking goes back with the turn, unchanged, unless the unit is
-	// masked: only the latest turn's is required, and older ones cost
-	// context.
-	thinking []llm.Thinking
-	text     string
-	calls    []llm.ToolCall
-	results  []*Observation // by call; nil while a call has no observation
-	notes    []string
-	state    *llm.State // the provider's, sent back with the turn
+	// reasoning goes back with the turn, unchanged, unless the unit is
+	// masked and it matters to the latest turns only
+	// (llm.Reasoning.LatestOnly: Anthropic's thinking), where older ones
+	// cost context.
+	reasoning *llm.Reasoning
+	text      string
+	calls     []llm.ToolCall
+	results   []*Observation // by call; nil while a call has no observation
+	notes     []string
 	// shots are the notices' images, each as an observation with images
 	// only, so that they are kept and counted as the results' are.
 	shots []*Observation
@@ -113,7 +113,7 @@ func (l *log) add(e *drydock.Event) {
 		if strings.TrimSpace(t.Text) == "" && len(t.ToolCalls) == 0 {
 			return // nothing to show; what follows joins the previous unit
 		}
-		l.units = append(l.units, &unit{step: t.Step, thinking: t.Thinking, text: t.Text, calls: t.ToolCalls, state: t.State, results: make([]*Observation, len(t.ToolCalls))})
+		l.units = append(l.units, &unit{step: t.Step, reasoning: t.Reasoning, text: t.Text, calls: t.ToolCalls, results: make([]*Observation, len(t.ToolCalls))})
 	case drydock.EventObservation:
 		var o Observation
 		u := l.last()
@@ -236,10 +236,10 @@ func (u *unit) messages(rd render, image func(ImageRef) (llm.Image, bool)) (llm.
 }
 
 func (u *unit) build(rd render, image func(ImageRef) (llm.Image, bool)) (llm.Message, llm.Message) {
-	a := llm.Message{Role: llm.RoleAssistant, Text: u.text, ToolCalls: u.calls, State: u.state}
-	if !rd.masked {
-		// Never clipped: an altered block is refused.
-		a.Thinking = u.thinking
+	a := llm.Message{Role: llm.RoleAssistant, Text: u.text, ToolCalls: u.calls}
+	if !rd.masked || !u.reasoning.LatestOnly() {
+		// Never clipped: an altered record is refused.
+		a.Reasoning = u.reasoning
 	}
 	if rd.masked || rd.clip > 0 {
 		limit := maskedInputBytes

@@ -217,7 +217,7 @@ func (c *ServerCmd) Run(g *Globals) error {
 		log.Warn("fake agent: jobs run a scripted demo, not a model")
 		ag = &fake.Agent{Dial: func(sb *drydock.Sandbox) fake.Workspace { return pool.Get(sb) }}
 	default:
-		a, err := agent.New(agent.Config{
+		a, err := agent.New(llmFromEnv(agent.Config{
 			Provider:        c.LLM,
 			Model:           c.Model,
 			OpenAIAPI:       c.OpenAIAPI,
@@ -227,7 +227,7 @@ func (c *ServerCmd) Run(g *Globals) error {
 			ThinkingBudget:  c.ThinkingBudget,
 			AskTimeout:      c.AskTimeout,
 			Dial:            pool.Get,
-		}, log.With("component", "agent"))
+		}, os.Getenv, os.Environ()), log.With("component", "agent"))
 		if err != nil {
 			return fmt.Errorf("llm agent: %w", err)
 		}

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -27,9 +26,14 @@ const DefaultMaxTokens = 8192
 
 // Config configures a Provider. Zero values take the defaults.
 type Config struct {
-	// APIKey and BaseURL override ANTHROPIC_API_KEY and ANTHROPIC_BASE_URL.
-	APIKey  string
-	BaseURL string
+	// APIKey (sent as x-api-key) or else AuthToken (a bearer token) is the
+	// credential; BaseURL, when set, replaces Anthropic's API. The package
+	// never reads the environment: the composition root (cmd/drydock)
+	// takes them from ANTHROPIC_API_KEY, ANTHROPIC_AUTH_TOKEN and
+	// ANTHROPIC_BASE_URL.
+	APIKey    string
+	AuthToken string
+	BaseURL   string
 	// MaxRetries is how many times a request is retried on 408, 409, 429,
 	// 5xx (529 overloaded included), timeouts and dropped connections
 	// (default 5). The SDK backs off exponentially from 0.5s up to 8s,
@@ -65,15 +69,13 @@ func New(cfg Config) (*Provider, error) {
 	switch {
 	case cfg.APIKey != "":
 		opts = append(opts, option.WithAPIKey(cfg.APIKey))
-	case os.Getenv("ANTHROPIC_API_KEY") != "":
-		opts = append(opts, option.WithAPIKey(os.Getenv("ANTHROPIC_API_KEY")))
-	case os.Getenv("ANTHROPIC_AUTH_TOKEN") != "":
-		opts = append(opts, option.WithAuthToken(os.Getenv("ANTHROPIC_AUTH_TOKEN")))
+	case cfg.AuthToken != "":
+		opts = append(opts, option.WithAuthToken(cfg.AuthToken))
 	default:
 		return nil, Vendor.NoCredentials()
 	}
-	if base := firstNonEmpty(cfg.BaseURL, os.Getenv("ANTHROPIC_BASE_URL")); base != "" {
-		opts = append(opts, option.WithBaseURL(base))
+	if cfg.BaseURL != "" {
+		opts = append(opts, option.WithBaseURL(cfg.BaseURL))
 	}
 	if cfg.MaxRetries == 0 {
 		cfg.MaxRetries = 5
@@ -93,7 +95,7 @@ func New(cfg Config) (*Provider, error) {
 }
 
 // Name implements llm.Provider.
-func (p *Provider) Name() string { return "anthropic" }
+func (p *Provider) Name() string { return llm.ProviderAnthropic }
 
 // Complete implements llm.Provider.
 func (p *Provider) Complete(ctx context.Context, req *llm.Request) (*llm.Response, error) {
@@ -142,7 +144,7 @@ func buildParams(req *llm.Request, thinking int) (sdk.BetaMessageNewParams, erro
 			if budget == 0 {
 				// Without thinking the API needs none back, and a model that
 				// cannot think (a follow-up on another model) may refuse it.
-				m.Thinking = nil
+				m.Reasoning = nil
 			}
 			if blocks := assistantBlocks(m); len(blocks) > 0 {
 				params.Messages = append(params.Messages, sdk.BetaMessageParam{Role: sdk.BetaMessageParamRoleAssistant, Content: blocks})
@@ -229,7 +231,7 @@ func markCache(msgs []sdk.BetaMessageParam) {
 
 func assistantBlocks(m llm.Message) []sdk.BetaContentBlockParamUnion {
 	var blocks []sdk.BetaContentBlockParamUnion
-	for _, t := range m.Thinking {
+	for _, t := range m.Reasoning.Thinking() {
 		if t.Redacted != "" {
 			blocks = append(blocks, sdk.NewBetaRedactedThinkingBlock(t.Redacted))
 		} else {
@@ -314,14 +316,15 @@ func inputSchema(raw json.RawMessage) (sdk.BetaToolInputSchemaParam, error) {
 func convertResponse(msg *sdk.BetaMessage) *llm.Response {
 	out := &llm.Response{Model: string(msg.Model)}
 	var text []string
+	var thinking []llm.Thinking
 	for _, b := range msg.Content {
 		switch b.Type {
 		case "text":
 			text = append(text, b.Text)
 		case "thinking":
-			out.Thinking = append(out.Thinking, llm.Thinking{Text: b.Thinking, Signature: b.Signature})
+			thinking = append(thinking, llm.Thinking{Text: b.Thinking, Signature: b.Signature})
 		case "redacted_thinking":
-			out.Thinking = append(out.Thinking, llm.Thinking{Redacted: b.Data})
+			thinking = append(thinking, llm.Thinking{Redacted: b.Data})
 		case "tool_use":
 			input := b.Input
 			if len(input) == 0 {
@@ -331,6 +334,7 @@ func convertResponse(msg *sdk.BetaMessage) *llm.Response {
 		}
 	}
 	out.Text = strings.Join(text, "\n\n")
+	out.Reasoning = llm.ThinkingReasoning(thinking)
 	switch msg.StopReason {
 	case sdk.BetaStopReasonToolUse:
 		out.StopReason = llm.StopToolUse
@@ -348,13 +352,4 @@ func convertResponse(msg *sdk.BetaMessage) *llm.Response {
 		CacheWriteTokens: msg.Usage.CacheCreationInputTokens,
 	}
 	return out
-}
-
-func firstNonEmpty(s ...string) string {
-	for _, v := range s {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
 }

@@ -73,11 +73,15 @@ func TestNoCredentials(t *testing.T) {
 	}
 }
 
-func TestEnvironment(t *testing.T) {
-	srv := llmtest.NewServer(t, llmtest.Options{APIKey: "sk-ant-from-env-0123456789", Turns: []llmtest.Turn{{Text: "hi"}}})
+// The package takes nothing from the environment: a key there is not
+// used, and a bearer token given in Config is.
+func TestCredentialsComeFromConfig(t *testing.T) {
 	t.Setenv("ANTHROPIC_API_KEY", "sk-ant-from-env-0123456789")
-	t.Setenv("ANTHROPIC_BASE_URL", srv.AnthropicBaseURL())
-	p, err := anthropic.New(anthropic.Config{})
+	if _, err := anthropic.New(anthropic.Config{}); drydock.ErrorCode(err) != drydock.EINVALID {
+		t.Fatalf("New without credentials but a key in the environment: %v; want EINVALID", err)
+	}
+	srv := llmtest.NewServer(t, llmtest.Options{APIKey: "sk-ant-oat-bearer-0123456789", Turns: []llmtest.Turn{{Text: "hi"}}})
+	p, err := anthropic.New(anthropic.Config{AuthToken: "sk-ant-oat-bearer-0123456789", BaseURL: srv.AnthropicBaseURL()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +114,7 @@ func TestThinkingOffWhenMergedResultsAnswerATurnWithoutIt(t *testing.T) {
 	msgs := func(thinking []llm.Thinking) []llm.Message {
 		return []llm.Message{
 			{Role: llm.RoleUser, Text: "task"},
-			{Role: llm.RoleAssistant, Thinking: thinking, ToolCalls: []llm.ToolCall{{ID: "toolu_1", Name: "bash", Input: []byte(`{"command":"ls"}`)}}},
+			{Role: llm.RoleAssistant, Reasoning: llm.ThinkingReasoning(thinking), ToolCalls: []llm.ToolCall{{ID: "toolu_1", Name: "bash", Input: []byte(`{"command":"ls"}`)}}},
 			{Role: llm.RoleUser, ToolResults: []llm.ToolResult{{CallID: "toolu_1", Output: "a.txt"}}},
 			{Role: llm.RoleUser, Text: "Summarize the steps so far."},
 		}
@@ -162,7 +166,7 @@ func TestNoThinkingBlocksWithoutThinking(t *testing.T) {
 	signed := []llm.Thinking{llmtest.SignThinking(llm.Thinking{Text: "earlier"})}
 	msgs := []llm.Message{
 		{Role: llm.RoleUser, Text: "task"},
-		{Role: llm.RoleAssistant, Thinking: signed, ToolCalls: []llm.ToolCall{{ID: "toolu_1", Name: "bash", Input: []byte(`{}`)}}},
+		{Role: llm.RoleAssistant, Reasoning: llm.ThinkingReasoning(signed), ToolCalls: []llm.ToolCall{{ID: "toolu_1", Name: "bash", Input: []byte(`{}`)}}},
 		{Role: llm.RoleUser, ToolResults: []llm.ToolResult{{CallID: "toolu_1", Output: "ok"}}},
 		// This turn's thinking was lost: the request goes without.
 		{Role: llm.RoleAssistant, ToolCalls: []llm.ToolCall{{ID: "toolu_2", Name: "bash", Input: []byte(`{}`)}}},
@@ -174,8 +178,8 @@ func TestNoThinkingBlocksWithoutThinking(t *testing.T) {
 		}
 	}
 	for _, r := range srv.Requests() {
-		if r.Thinking != 0 || len(r.Messages[1].Thinking) != 0 || strings.Contains(string(r.Body), `"thinking"`) {
-			t.Errorf("%s: thinking %d, first turn's %+v; want no thinking at all", r.Model, r.Thinking, r.Messages[1].Thinking)
+		if r.Thinking != 0 || r.Messages[1].Reasoning != nil || strings.Contains(string(r.Body), `"thinking"`) {
+			t.Errorf("%s: thinking %d, first turn's %+v; want no thinking at all", r.Model, r.Thinking, r.Messages[1].Reasoning)
 		}
 	}
 }

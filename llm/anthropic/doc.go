@@ -10,11 +10,13 @@
 // EditorTool, ComputerTool), with the computer-use beta flag, and as a
 // custom tool to other models. Models that can think do, with
 // Config.ThinkingBudget or their default budget on top of max_tokens; the
-// thinking blocks come back in llm.Response.Thinking and must go back,
-// unchanged, with their turn (llm.Message.Thinking).
+// thinking blocks come back as the turn's llm.Reasoning (llm.Thinking
+// blocks, see llm.ThinkingReasoning) and must go back, unchanged, with
+// their turn (llm.Message.Reasoning).
 //
-// Credentials come from Config, else ANTHROPIC_API_KEY (x-api-key) or
-// ANTHROPIC_AUTH_TOKEN (bearer); the base URL from Config, else
-// ANTHROPIC_BASE_URL. The SDK's other credential sources (profiles, federation)
-// are not consulted, so what the server uses is what its environment says.
+// Credentials and the base URL come from Config only: Config.APIKey
+// (x-api-key) or Config.AuthToken (bearer). The package reads no
+// environment, nor lets the SDK read it (profiles, federation,
+// ANTHROPIC_*): the server's composition root (cmd/drydock) fills Config
+// from ANTHROPIC_API_KEY, ANTHROPIC_AUTH_TOKEN and ANTHROPIC_BASE_URL.
 package anthropic

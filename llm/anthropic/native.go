@@ -107,5 +107,5 @@ func lastTurnThought(msgs []llm.Message) bool {
 		return true
 	}
 	a := msgs[i]
-	return len(a.ToolCalls) == 0 || len(a.Thinking) > 0
+	return len(a.ToolCalls) == 0 || len(a.Reasoning.Thinking()) > 0
 }

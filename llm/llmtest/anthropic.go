@@ -197,7 +197,7 @@ func (anthropicAPI) decode(body []byte, req *Request) {
 				if len(b.CacheControl) > 0 {
 					bad("%s: cache_control cannot be set for %s blocks", where, b.Type)
 				}
-				msg.Thinking = append(msg.Thinking, th)
+				msg.Reasoning = llm.ThinkingReasoning(append(msg.Reasoning.Thinking(), th))
 			case "tool_use":
 				if m.Role != "assistant" {
 					bad("%s: tool_use blocks are only allowed in assistant messages", where)

@@ -201,7 +201,7 @@ func anCheckLastTurn(req *Request, bad func(string, ...any)) {
 		return
 	}
 	a := req.Messages[n-2]
-	if a.Role != llm.RoleAssistant || len(a.Thinking) > 0 {
+	if a.Role != llm.RoleAssistant || len(a.Reasoning.Thinking()) > 0 {
 		return
 	}
 	found := "text"

@@ -118,7 +118,7 @@ func TestServerAcceptsNativeDialect(t *testing.T) {
 		}
 	}
 	r := srv.Requests()[0]
-	if got := r.Messages[1].Thinking; len(got) != 2 || got[0] != red || got[1] != good {
+	if got := r.Messages[1].Reasoning.Thinking(); len(got) != 2 || got[0] != red || got[1] != good {
 		t.Errorf("thinking read back as %+v", got)
 	}
 }

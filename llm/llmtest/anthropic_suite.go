@@ -165,7 +165,7 @@ func RunAnthropicNative(t *testing.T, newProvider AnthropicFactory) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		a := llm.Message{Role: llm.RoleAssistant, Thinking: res.Thinking, Text: res.Text, ToolCalls: res.ToolCalls}
+		a := llm.Message{Role: llm.RoleAssistant, Reasoning: res.Reasoning, Text: res.Text, ToolCalls: res.ToolCalls}
 		if edit != nil {
 			edit(&a)
 		}
@@ -192,7 +192,7 @@ func RunAnthropicNative(t *testing.T, newProvider AnthropicFactory) {
 		if !slices.Contains(reqs[0].Betas, Interleaved) {
 			t.Errorf("betas %v; want %s with tools offered", reqs[0].Betas, Interleaved)
 		}
-		got := reqs[1].Messages[1].Thinking
+		got := reqs[1].Messages[1].Reasoning.Thinking()
 		if len(got) != 1 || got[0] != SignThinking(thought[0]) {
 			t.Errorf("thinking sent back %+v; want the signed block unchanged", got)
 		}
@@ -209,7 +209,7 @@ func RunAnthropicNative(t *testing.T, newProvider AnthropicFactory) {
 		if err != nil {
 			t.Fatalf("second request: %v (%v)", err, srv.Problems())
 		}
-		got := srv.Requests()[1].Messages[1].Thinking
+		got := srv.Requests()[1].Messages[1].Reasoning.Thinking()
 		if len(got) != 2 || got[0].Redacted == "" || got[0].Redacted == "flagged reasoning" || got[1].Text != "and a visible part" {
 			t.Errorf("thinking sent back %+v; want the sealed redacted block, then the visible one", got)
 		}
@@ -220,7 +220,11 @@ func RunAnthropicNative(t *testing.T, newProvider AnthropicFactory) {
 
 	t.Run("AlteredThinkingIsRefused", func(t *testing.T) {
 		t.Parallel()
-		srv, _, err := loop(t, 0, viewTurns, func(a *llm.Message) { a.Thinking[0].Text += " (edited)" })
+		srv, _, err := loop(t, 0, viewTurns, func(a *llm.Message) {
+			th := a.Reasoning.Thinking()
+			th[0].Text += " (edited)"
+			a.Reasoning = llm.ThinkingReasoning(th)
+		})
 		if drydock.ErrorCode(err) != drydock.EINVALID || !strings.Contains(drydock.ErrorMessage(err), "signature") {
 			t.Fatalf("error %v; want %s naming the signature", err, drydock.EINVALID)
 		}
@@ -233,7 +237,7 @@ func RunAnthropicNative(t *testing.T, newProvider AnthropicFactory) {
 		t.Parallel()
 		// The API refuses to think on in a tool-use loop whose last turn
 		// lost its thinking; the provider asks without thinking instead.
-		srv, _, err := loop(t, 0, viewTurns, func(a *llm.Message) { a.Thinking = nil })
+		srv, _, err := loop(t, 0, viewTurns, func(a *llm.Message) { a.Reasoning = nil })
 		if err != nil {
 			t.Fatalf("second request: %v (%v)", err, srv.Problems())
 		}
@@ -252,7 +256,7 @@ func RunAnthropicNative(t *testing.T, newProvider AnthropicFactory) {
 			if len(r.Answer.Thinking) > 0 {
 				t.Errorf("request %d: the answer thought %+v; want no thinking played when off", r.N, r.Answer.Thinking)
 			}
-			if r.Thinking != 0 || slices.Contains(r.Betas, Interleaved) || len(r.Messages) > 1 && len(r.Messages[1].Thinking) > 0 {
+			if r.Thinking != 0 || slices.Contains(r.Betas, Interleaved) || len(r.Messages) > 1 && r.Messages[1].Reasoning != nil {
 				t.Errorf("request %d: thinking %d, betas %v, messages %+v; want no thinking", r.N, r.Thinking, r.Betas, r.Messages)
 			}
 		}

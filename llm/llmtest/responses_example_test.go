@@ -36,7 +36,7 @@ func Example_responses() {
 	}
 	c := res.ToolCalls[0]
 	req.Messages = append(req.Messages,
-		llm.Message{Role: llm.RoleAssistant, ToolCalls: res.ToolCalls, State: res.State},
+		llm.Message{Role: llm.RoleAssistant, ToolCalls: res.ToolCalls, Reasoning: res.Reasoning},
 		llm.Message{Role: llm.RoleUser, ToolResults: []llm.ToolResult{{CallID: c.ID, Name: c.Name, Output: "README.md"}}})
 	res, err = p.Complete(context.Background(), req)
 	if err != nil {

@@ -44,7 +44,7 @@ func RunResponses(t *testing.T, newProvider Factory) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		req.Messages = append(req.Messages, llm.Message{Role: llm.RoleAssistant, Text: res.Text, ToolCalls: res.ToolCalls, State: res.State})
+		req.Messages = append(req.Messages, llm.Message{Role: llm.RoleAssistant, Text: res.Text, ToolCalls: res.ToolCalls, Reasoning: res.Reasoning})
 		if len(res.ToolCalls) > 0 {
 			u := llm.Message{Role: llm.RoleUser}
 			for _, c := range res.ToolCalls {
@@ -64,11 +64,11 @@ func RunResponses(t *testing.T, newProvider Factory) {
 		}})
 		req := &llm.Request{System: "Use tools.", Tools: []llm.Tool{echoTool}, Messages: []llm.Message{{Role: llm.RoleUser, Text: "Echo one, then two."}}}
 		first := step(t, p, req)
-		if first.State == nil || first.Text != "Echoing." || len(first.ToolCalls) != 1 {
+		if first.Reasoning == nil || first.Text != "Echoing." || len(first.ToolCalls) != 1 {
 			t.Fatalf("first response %+v; want text, one call and the reasoning as state", first)
 		}
 		step(t, p, req)
-		if last := step(t, p, req); last.Text != "Done." || last.State != nil {
+		if last := step(t, p, req); last.Text != "Done." || last.Reasoning != nil {
 			t.Errorf("last response %+v; want Done. without state (it did not reason)", last)
 		}
 		reqs := srv.Requests()
@@ -101,7 +101,7 @@ func RunResponses(t *testing.T, newProvider Factory) {
 		}})
 		req := &llm.Request{Tools: []llm.Tool{echoTool}, Messages: []llm.Message{{Role: llm.RoleUser, Text: "Echo x."}}}
 		step(t, p, req)
-		req.Messages[1].State = nil // as a provider that forgot it would send
+		req.Messages[1].Reasoning = nil // as a provider that forgot it would send
 		_, err := complete(t, p, req)
 		if drydock.ErrorCode(err) != drydock.EINVALID || !strings.Contains(drydock.ErrorMessage(err), "reasoning") {
 			t.Fatalf("error %v; want %s about the missing reasoning", err, drydock.EINVALID)

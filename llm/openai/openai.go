@@ -2,6 +2,7 @@ package openai
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -9,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"strings"
 	"time"
 
@@ -25,8 +25,11 @@ var Vendor = llm.Vendor{Name: "OpenAI", KeyEnv: "OPENAI_API_KEY", BaseURLEnv: "O
 
 // Config configures a Provider. Zero values take the defaults.
 type Config struct {
-	// APIKey and BaseURL override OPENAI_API_KEY and OPENAI_BASE_URL. A base
-	// URL without a key is allowed (local servers often need none).
+	// APIKey is the credential and BaseURL, when set, replaces OpenAI's API
+	// (an OpenAI-compatible server). A base URL without a key is allowed
+	// (local servers often need none). The package never reads them from
+	// the environment: the composition root (cmd/drydock) takes them from
+	// OPENAI_API_KEY and OPENAI_BASE_URL.
 	APIKey  string
 	BaseURL string
 	// MaxRetries is how many times a request is retried on 408, 409, 429,
@@ -50,7 +53,10 @@ type Config struct {
 	ReasoningEffort string
 }
 
-// providerName is Name, and the owner of the llm.State this package writes.
+// defaultBaseURL is OpenAI's own API, used when Config has no base URL.
+const defaultBaseURL = "https://api.openai.com/v1/"
+
+// providerName is Name, and the owner of the llm.Reasoning this package writes.
 const providerName = "openai"
 
 // Provider talks to the Responses API or the Chat Completions API, chosen
@@ -67,8 +73,7 @@ var _ llm.Provider = (*Provider)(nil)
 // New returns a provider, or an EINVALID error saying what to set when
 // there is neither a key nor a base URL.
 func New(cfg Config) (*Provider, error) {
-	key := firstNonEmpty(cfg.APIKey, os.Getenv("OPENAI_API_KEY"))
-	base := firstNonEmpty(cfg.BaseURL, os.Getenv("OPENAI_BASE_URL"))
+	key, base := cfg.APIKey, cfg.BaseURL
 	if key == "" && base == "" {
 		return nil, Vendor.NoCredentials()
 	}
@@ -102,12 +107,10 @@ func New(cfg Config) (*Provider, error) {
 		option.WithMaxRetryDelay(cfg.RetryMaxDelay),
 		option.WithMiddleware(wholeAnswer),
 	}
-	if key != "" {
-		opts = append(opts, option.WithAPIKey(key))
-	}
-	if base != "" {
-		opts = append(opts, option.WithBaseURL(base))
-	}
+	// The SDK's client starts from the process's OPENAI_* variables; the
+	// key and base URL are set whatever they are, empty included, so that
+	// the provider uses what it was given (the composition root read them).
+	opts = append(opts, option.WithAPIKey(key), option.WithBaseURL(cmp.Or(base, defaultBaseURL)))
 	return &Provider{client: sdk.NewClient(opts...), api: cfg.API, base: base, effort: effort}, nil
 }
 
@@ -305,13 +308,4 @@ func convertResponse(res *sdk.ChatCompletion) (*llm.Response, error) {
 		CacheWriteTokens: written,
 	}
 	return out, nil
-}
-
-func firstNonEmpty(s ...string) string {
-	for _, v := range s {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
 }

@@ -44,12 +44,12 @@ func TestNoCredentials(t *testing.T) {
 }
 
 // A local OpenAI-compatible server (Ollama, llama.cpp) needs a base URL
-// and no key.
-func TestEnvironmentBaseURLWithoutKey(t *testing.T) {
+// and no key. (The SDK would take OPENAI_API_KEY from the process when
+// Config has no key: cleared here.)
+func TestBaseURLWithoutKey(t *testing.T) {
 	srv := llmtest.NewServer(t, llmtest.Options{Turns: []llmtest.Turn{{Text: "local"}}})
 	t.Setenv("OPENAI_API_KEY", "")
-	t.Setenv("OPENAI_BASE_URL", srv.OpenAIBaseURL())
-	p, err := openai.New(openai.Config{})
+	p, err := openai.New(openai.Config{BaseURL: srv.OpenAIBaseURL()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,5 +84,25 @@ func TestNoToolCalls(t *testing.T) {
 	}
 	if len(reqs[1].Tools) != 1 {
 		t.Errorf("the tools were not sent with NoToolCalls")
+	}
+}
+
+// The provider uses the key and base URL it is given, not the process's
+// OPENAI_API_KEY or OPENAI_BASE_URL, which the SDK's client would apply by
+// itself: the composition root (cmd/drydock) reads the environment.
+func TestEnvironmentIsNotConsulted(t *testing.T) {
+	srv := llmtest.NewServer(t, llmtest.Options{Turns: []llmtest.Turn{{Text: "given"}}})
+	t.Setenv("OPENAI_API_KEY", "sk-from-the-environment-0123456789")
+	t.Setenv("OPENAI_BASE_URL", "http://127.0.0.1:1/v1")
+	p, err := openai.New(openai.Config{BaseURL: srv.OpenAIBaseURL()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := p.Complete(t.Context(), &llm.Request{Model: "llama3.1:8b", Messages: []llm.Message{{Role: llm.RoleUser, Text: "hi"}}})
+	if err != nil || res.Text != "given" {
+		t.Fatalf("%+v %v", res, err)
+	}
+	if c := srv.Requests()[0].Credential; c != "" {
+		t.Errorf("sent credential %q; want none (Config has no key)", c)
 	}
 }

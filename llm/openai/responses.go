@@ -137,7 +137,7 @@ func assistantItems(m llm.Message, model string) []responses.ResponseInputItemUn
 		}
 		out = append(out, responses.ResponseInputItemUnionParam{OfFunctionCall: fc})
 	}
-	if st := decodeState(m.State); st != nil && st.Model == bareModel(model) {
+	if st := decodeState(m.Reasoning); st != nil && st.Model == bareModel(model) {
 		// A reasoning item goes only with the item that followed it (the
 		// API refuses it alone); the items after one that cannot be sent
 		// lose their ids, which would tell the API to expect it.
@@ -306,7 +306,7 @@ func convertResponses(res *responses.Response, model string) (*llm.Response, err
 		out.Text = strings.Join(refusal, "\n\n")
 	}
 	st.Model = bareModel(model)
-	out.State = st.encode()
+	out.Reasoning = st.encode()
 	switch {
 	case res.Status == responses.ResponseStatusIncomplete && res.IncompleteDetails.Reason == "max_output_tokens":
 		out.StopReason = llm.StopMaxTokens

@@ -149,11 +149,11 @@ func TestAlteredReasoningIsLeftOut(t *testing.T) {
 			t.Fatal(err)
 		}
 		req.Messages = append(req.Messages,
-			llm.Message{Role: llm.RoleAssistant, ToolCalls: res.ToolCalls, State: res.State},
+			llm.Message{Role: llm.RoleAssistant, ToolCalls: res.ToolCalls, Reasoning: res.Reasoning},
 			llm.Message{Role: llm.RoleUser, ToolResults: []llm.ToolResult{{CallID: res.ToolCalls[0].ID, Name: "echo", Output: "ok"}}})
 	}
 	// What the masker does to a string it takes for a secret.
-	st := *req.Messages[1].State
+	st := *req.Messages[1].Reasoning
 	var data map[string]any
 	if err := json.Unmarshal(st.Data, &data); err != nil {
 		t.Fatal(err)
@@ -162,7 +162,7 @@ func TestAlteredReasoningIsLeftOut(t *testing.T) {
 	enc := first["encrypted_content"].(string)
 	first["encrypted_content"] = enc[:8] + "[REDACTED]" + enc[12:]
 	st.Data, _ = json.Marshal(data)
-	req.Messages[1].State = &st
+	req.Messages[1].Reasoning = &st
 
 	if _, err := p.Complete(t.Context(), req); err != nil {
 		t.Fatal(err)
@@ -219,10 +219,10 @@ func TestReasoningGoesOnlyWithItsFollowingItem(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cut.StopReason != llm.StopMaxTokens || cut.State == nil {
+	if cut.StopReason != llm.StopMaxTokens || cut.Reasoning == nil {
 		t.Fatalf("first response %+v; want max_tokens with the reasoning as state", cut)
 	}
-	req.Messages = append(req.Messages, llm.Message{Role: llm.RoleAssistant, State: cut.State}, llm.Message{Role: llm.RoleUser, Text: "Continue."})
+	req.Messages = append(req.Messages, llm.Message{Role: llm.RoleAssistant, Reasoning: cut.Reasoning}, llm.Message{Role: llm.RoleUser, Text: "Continue."})
 	res, err := p.Complete(t.Context(), req)
 	if err != nil {
 		t.Fatal(err)
@@ -230,7 +230,7 @@ func TestReasoningGoesOnlyWithItsFollowingItem(t *testing.T) {
 	// The agent lost the text (say, clipped to nothing); the message item
 	// still goes, and with it the reasoning.
 	req.Messages = append(req.Messages,
-		llm.Message{Role: llm.RoleAssistant, ToolCalls: res.ToolCalls, State: res.State},
+		llm.Message{Role: llm.RoleAssistant, ToolCalls: res.ToolCalls, Reasoning: res.Reasoning},
 		llm.Message{Role: llm.RoleUser, ToolResults: []llm.ToolResult{{CallID: res.ToolCalls[0].ID, Name: "echo", Output: "ok"}}})
 	if _, err := p.Complete(t.Context(), req); err != nil {
 		t.Fatal(err)
@@ -278,11 +278,11 @@ func TestReasoningWithoutEncryptedContent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.State != nil {
-		t.Errorf("state %s; want none (nothing can go back)", res.State.Data)
+	if res.Reasoning != nil {
+		t.Errorf("state %s; want none (nothing can go back)", res.Reasoning.Data)
 	}
 	req.Messages = append(req.Messages,
-		llm.Message{Role: llm.RoleAssistant, Text: res.Text, ToolCalls: res.ToolCalls, State: res.State},
+		llm.Message{Role: llm.RoleAssistant, Text: res.Text, ToolCalls: res.ToolCalls, Reasoning: res.Reasoning},
 		llm.Message{Role: llm.RoleUser, ToolResults: []llm.ToolResult{{CallID: res.ToolCalls[0].ID, Name: "echo", Output: "ok"}}})
 	if _, err := p.Complete(t.Context(), req); err != nil {
 		t.Fatal(err)
@@ -317,7 +317,7 @@ func TestReasoningStaysWithItsModel(t *testing.T) {
 		t.Fatal(err)
 	}
 	req.Messages = append(req.Messages,
-		llm.Message{Role: llm.RoleAssistant, ToolCalls: res.ToolCalls, State: res.State},
+		llm.Message{Role: llm.RoleAssistant, ToolCalls: res.ToolCalls, Reasoning: res.Reasoning},
 		llm.Message{Role: llm.RoleUser, ToolResults: []llm.ToolResult{{CallID: res.ToolCalls[0].ID, Name: "echo", Output: "ok"}}})
 	req.Model = "o3"
 	if _, err := p.Complete(t.Context(), req); err != nil {

@@ -8,7 +8,7 @@ import (
 	"github.com/drydockhq/drydock/llm"
 )
 
-// turnState is the llm.State of a Responses turn: the output items in the
+// turnState is the llm.Reasoning of a Responses turn: the output items in the
 // order the model produced them, reasoning items whole (with their
 // encrypted content), the others as references to the turn's text and
 // calls. The next requests send them back in that order, which the API
@@ -49,9 +49,9 @@ func reasoningSum(id, encrypted string) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// encode returns the turn's llm.State, or nil when it holds no reasoning
+// encode returns the turn's llm.Reasoning, or nil when it holds no reasoning
 // to carry (the other items are rebuilt from the turn itself).
-func (s *turnState) encode() *llm.State {
+func (s *turnState) encode() *llm.Reasoning {
 	keep := false
 	for _, it := range s.Items {
 		keep = keep || it.Type == "reasoning"
@@ -63,12 +63,12 @@ func (s *turnState) encode() *llm.State {
 	if err != nil {
 		return nil
 	}
-	return &llm.State{Provider: providerName, Data: data}
+	return &llm.Reasoning{Provider: providerName, Data: data}
 }
 
 // decodeState reads a turn's state, or nil when the turn has none of
 // ours (another provider's, a Chat Completions turn, or unreadable).
-func decodeState(st *llm.State) *turnState {
+func decodeState(st *llm.Reasoning) *turnState {
 	if st == nil || st.Provider != providerName {
 		return nil
 	}

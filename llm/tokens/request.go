@@ -49,7 +49,7 @@ func Messages(c Counter, msgs []llm.Message) int {
 // Message counts one message.
 func Message(c Counter, m llm.Message) int {
 	n := perMessage + c.Count(m.Text) + ImageTokens*len(m.Images)
-	for _, th := range m.Thinking {
+	for _, th := range m.Reasoning.Thinking() {
 		// Sent back, thinking is read as input; a redacted block's data is
 		// base64 of about as many bytes as its reasoning.
 		n += c.Count(th.Text) + len(th.Redacted)*3/4/4
