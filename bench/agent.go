@@ -78,7 +78,9 @@ func AgentStepOverhead(ctx context.Context, store *sqlite.Store, rt *local.Runti
 		return nil, err
 	}
 	model := &scriptedModel{steps: steps}
-	a, err := agent.New(agent.Config{LLM: model, Model: "claude-sonnet-4-5"}, nil)
+	// The server passes its environment for masking; so does the bench,
+	// so that the masking it measures is the server's.
+	a, err := agent.New(agent.Config{LLM: model, Model: "claude-sonnet-4-5", Environ: os.Environ()}, nil)
 	if err != nil {
 		return nil, err
 	}
