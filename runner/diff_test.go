@@ -1,6 +1,7 @@
 package runner_test
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -100,7 +101,9 @@ export GIT_DIR="$d" GIT_WORK_TREE="$ws"
 }
 
 // What the agent's commands can reach of the diff's starting point cannot
-// hide a change from the stored diff: rules in its info/exclude or its
+// hide a change from the stored diff: a directory it hides behind a
+// .gitignore of its own is named before the diff's files; rules in its
+// info/exclude or its
 // configuration are not read, a baseline made again over the change is not
 // the one recorded when the job started, and a rewritten object of the
 // recorded one fails the diff (said in the job's events) instead of
@@ -110,13 +113,15 @@ func TestStoredDiffIgnoresWhatTheAgentDidToItsStartingPoint(t *testing.T) {
 	cases := []struct {
 		name, script string
 		altered      bool
+		want         string // in the stored diff; default evil.sh as a new file
 	}{
+		{"a .gitignore of its own", `mkdir hidden && mv evil.sh hidden/ && echo '*' >hidden/.gitignore`, false, drydock.DiffIgnoredMarker + "hidden/\n"},
 		{"exclude rules", `echo evil.sh >>"$d/info/exclude"
-printf '[core]\n\texcludesFile = %s/ignore\n' "$d" >>"$d/config"; echo evil.sh >"$d/ignore"`, false},
-		{"a new baseline", `git -c user.name=x -c user.email=x@x add -A && git -c user.name=x -c user.email=x@x commit -qm again && git update-ref refs/drydock/baseline HEAD`, false},
+printf '[core]\n\texcludesFile = %s/ignore\n' "$d" >>"$d/config"; echo evil.sh >"$d/ignore"`, false, ""},
+		{"a new baseline", `git -c user.name=x -c user.email=x@x add -A && git -c user.name=x -c user.email=x@x commit -qm again && git update-ref refs/drydock/baseline HEAD`, false, ""},
 		{"a rewritten object", `git -c user.name=x -c user.email=x@x add -A && git -c user.name=x -c user.email=x@x commit -qm again
 tree=$(git rev-parse HEAD^{tree}); old=$(git rev-parse refs/drydock/baseline^{tree})
-chmod -R u+w "$d/objects"; cp "$d/objects/$(echo $tree | cut -c1-2)/$(echo $tree | cut -c3-)" "$d/objects/$(echo $old | cut -c1-2)/$(echo $old | cut -c3-)"`, true},
+chmod -R u+w "$d/objects"; cp "$d/objects/$(echo $tree | cut -c1-2)/$(echo $tree | cut -c3-)" "$d/objects/$(echo $old | cut -c1-2)/$(echo $old | cut -c3-)"`, true, ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -149,8 +154,9 @@ chmod -R u+w "$d/objects"; cp "$d/objects/$(echo $tree | cut -c1-2)/$(echo $tree
 			}
 			defer rc.Close()
 			raw, _ := io.ReadAll(rc)
-			if !strings.Contains(string(raw), "diff --git a/evil.sh b/evil.sh\nnew file mode 100644\n") {
-				t.Errorf("the diff hides evil.sh:\n%s", raw)
+			want := cmp.Or(c.want, "diff --git a/evil.sh b/evil.sh\nnew file mode 100644\n")
+			if !strings.Contains(string(raw), want) {
+				t.Errorf("the diff hides evil.sh (no %q):\n%s", want, raw)
 			}
 		})
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -17,6 +18,10 @@ const MaxDiffBytes = 8 << 20
 
 // DiffTruncatedMarker starts the last line of a diff cut at MaxDiffBytes.
 const DiffTruncatedMarker = "drydock: diff truncated"
+
+// maxIgnoredShown bounds the drydock.DiffIgnoredMarker lines of a diff; past it
+// one more line says how many paths are not named.
+const maxIgnoredShown = 100
 
 // The diff's git directory lives outside the workspace (so neither the
 // archive nor the agent's own .git sees it): beside the workspace when its
@@ -72,6 +77,11 @@ if [ "${DRYDOCK_DIFF_VERIFY:-}" = 1 ]; then
 	out=$(g fsck --full --no-dangling --no-progress "$base" 2>&1) || { printf 'the copy of the job'"'"'s starting point kept in the sandbox was altered: %.300s\n' "$out" >&2; exit 4; }
 fi
 g read-tree "$base"
+# Without -z, git quotes a name with unusual bytes (core.quotePath), so a
+# newline in a name cannot start a line of its own.
+g ls-files --others --ignored --exclude-standard --directory --no-empty-directory -- . | awk -v max="$DRYDOCK_DIFF_IGNORED_MAX" -v m="$DRYDOCK_DIFF_IGNORED_MARKER" '
+	NR <= max { print m $0 }
+	END { if (NR > max) printf "%s... and %d more\n", m, NR - max }'
 g add --intent-to-add -- .
 g diff --no-color --no-ext-diff --no-textconv --src-prefix=a/ --dst-prefix=b/ -M "$@" "$base" --
 `
@@ -129,7 +139,7 @@ func (c *Client) Diff(ctx context.Context, binary bool, mask func(string) string
 // workspace against its baseline, as opts say.
 func (c *Client) DiffWith(ctx context.Context, opts DiffOptions) (*DiffResult, error) {
 	binary, mask := opts.Binary, opts.Mask
-	env := map[string]string{}
+	env := map[string]string{"DRYDOCK_DIFF_IGNORED_MARKER": drydock.DiffIgnoredMarker, "DRYDOCK_DIFF_IGNORED_MAX": strconv.Itoa(maxIgnoredShown)}
 	if opts.Base != "" {
 		if !isCommitID(opts.Base) {
 			return nil, drydock.Errorf(drydock.EINVALID, "diff workspace: %q is not a commit id", opts.Base)

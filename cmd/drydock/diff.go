@@ -160,6 +160,9 @@ func writeDiffStat(w io.Writer, color bool, patch []byte) error {
 	}
 	fmt.Fprintf(bw, " %d file%s changed, %d insertion%s(+), %d deletion%s(-)\n",
 		len(files), plural(len(files)), added, plural(added), removed, plural(removed))
+	if n := ignoredPaths(patch); n > 0 {
+		fmt.Fprintf(bw, " not shown: %d path%s ignored by .gitignore (drydock diff without --stat names them)\n", n, plural(n))
+	}
 	return bw.Flush()
 }
 
@@ -168,4 +171,19 @@ func plural(n int) string {
 		return ""
 	}
 	return "s"
+}
+
+// ignoredPaths counts the lines before the first file that name what the
+// workspace's ignore rules left out of the diff.
+func ignoredPaths(patch []byte) int {
+	n := 0
+	for line := range strings.SplitSeq(string(patch), "\n") {
+		if strings.HasPrefix(line, "diff --git ") {
+			break
+		}
+		if strings.HasPrefix(line, drydock.DiffIgnoredMarker) {
+			n++
+		}
+	}
+	return n
 }

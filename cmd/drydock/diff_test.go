@@ -111,3 +111,26 @@ func TestDiffCommandStat(t *testing.T) {
 		t.Errorf("--stat:\n%s\nwant:\n%s", got, want)
 	}
 }
+
+// What the workspace's ignore rules left out is counted after the stat,
+// and printed (escaped, as every line) by the full diff.
+func TestDiffCommandSaysWhatIsNotShown(t *testing.T) {
+	t.Parallel()
+	srv, newRun := setupFake(t)
+	j := srv.AddJob(drydock.JobSpec{Task: "t"}, time.Now())
+	srv.SetDiff(j.ID, []byte(drydock.DiffIgnoredMarker+"node_modules/\n"+drydock.DiffIgnoredMarker+"hidden\x1b[2J/\n"+samplePatch))
+	r := newRun()
+	if err := r.exec("diff", j.ID, "--stat"); err != nil {
+		t.Fatal(err)
+	}
+	if want := " 1 file changed, 1 insertion(+), 1 deletion(-)\n not shown: 2 paths ignored by .gitignore (drydock diff without --stat names them)\n"; !strings.HasSuffix(r.out.String(), want) {
+		t.Errorf("--stat:\n%s\nwant it to end with:\n%s", r.out.String(), want)
+	}
+	r = newRun()
+	if err := r.exec("diff", j.ID); err != nil {
+		t.Fatal(err)
+	}
+	if got := r.out.String(); !strings.HasPrefix(got, drydock.DiffIgnoredMarker+"node_modules/\n"+drydock.DiffIgnoredMarker+"hidden^[[2J/\n") {
+		t.Errorf("diff:\n%q", got)
+	}
+}

@@ -40,6 +40,19 @@ export function parseDiff(text) {
   return files;
 }
 
+const IGNORED = 'drydock: not shown, ignored by .gitignore: ';
+
+// ignoredPaths reads the lines before the first file that name what the
+// workspace's ignore rules left out of the diff (as git quotes them).
+export function ignoredPaths(text) {
+  const paths = [];
+  for (const line of text.split('\n')) {
+    if (line.startsWith('diff --git ')) break;
+    if (line.startsWith(IGNORED)) paths.push(line.slice(IGNORED.length));
+  }
+  return paths;
+}
+
 function pathOf(line) {
   // "diff --git a/x b/x": the b/ side, which is the path after the change;
   // git quotes a name with unusual bytes: "b/na\303\257ve".
@@ -92,6 +105,12 @@ export function diffPanel(jobID) {
       const text = await resp.text();
       const files = parseDiff(text);
       list.replaceChildren(...files.map(fileView));
+      const ignored = ignoredPaths(text);
+      if (ignored.length) {
+        list.append(h('details', { class: 'diff-ignored' },
+          h('summary', { class: 'muted small' }, `Not shown: ${ignored.length} path${ignored.length === 1 ? '' : 's'} ignored by .gitignore`),
+          h('ul', {}, ...ignored.map((p) => h('li', {}, h('code', {}, p))))));
+      }
       const added = files.reduce((n, f) => n + f.added, 0);
       const removed = files.reduce((n, f) => n + f.removed, 0);
       state.textContent = files.length

@@ -1260,7 +1260,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The diff; empty when nothing changed. */
+            /** @description The diff; empty when nothing changed. Lines before the first file that start with `drydock: not shown, ignored by .gitignore: ` name the paths the workspace's ignore rules leave out (git apply skips them). */
             200: {
                 headers: {
                     "Drydock-Diff-Truncated": components["headers"]["DiffTruncated"];
