@@ -33,6 +33,7 @@ type ReplayCmd struct {
 	Image      string        `help:"Sandbox image (default: drydock-sandbox:<profile>)."`
 	Profile    string        `enum:",headless,desktop" default:"" help:"Sandbox profile (default: the job's)."`
 	Workspace  string        `default:"/workspace" help:"The workspace path the recorded calls name; paths under it are mapped to the new sandbox's workspace."`
+	Seed       string        `placeholder:"DIR|FILE" help:"Put these files in the new sandbox's workspace before the calls run, as the job's began: a directory (packed with its .git; what its .gitignore files name is left out) or a tar or tar.gz archive, e.g. a checkout of a repository job's commit, or the parent's archive of a follow-up (drydock download PARENT)."`
 	DataDir    string        `help:"Directory for --runtime local sandboxes (default: a temporary directory, removed afterwards unless --keep)."`
 	Keep       bool          `help:"Keep the sandbox afterwards and print how to reach it."`
 	Timeout    time.Duration `default:"1h" help:"Longest the whole replay may take."`
@@ -116,9 +117,18 @@ func (c *ReplayCmd) Run(g *Globals) error {
 	ctx, cancel := context.WithTimeout(ctx, c.Timeout)
 	defer cancel()
 
+	seed, err := c.seed()
+	if err != nil {
+		return err
+	}
 	tr, err := c.load(ctx, g)
 	if err != nil {
 		return err
+	}
+	if seed == nil {
+		if from := startedFrom(tr); from != "" {
+			fmt.Fprintf(g.errw(), "warning: job %s started from %s, and its calls ran there; this replay starts from an empty workspace (give --seed DIR|FILE to start from those files)\n", safe(tr.Job.ID), safe(from))
+		}
 	}
 	steps := recordedCalls(tr.Events)
 	profile := drydock.Profile(c.Profile)
@@ -178,6 +188,20 @@ func (c *ReplayCmd) Run(g *Globals) error {
 	info, err := c.ready(ctx, g, box, steps)
 	if err != nil {
 		return err
+	}
+	if seed != nil {
+		rc, err := seed()
+		if err != nil {
+			return fmt.Errorf("--seed: %w", err)
+		}
+		res, err := box.UploadTar(ctx, ".", rc)
+		rc.Close()
+		if err != nil {
+			return fmt.Errorf("--seed: putting %s in the sandbox's workspace: %w", safe(c.Seed), err)
+		}
+		if !c.JSON {
+			fmt.Fprintf(g.out(), "Seeded the workspace with %d files from %s.\n", res.Files, safe(c.Seed))
+		}
 	}
 	set := tools.New(tools.Env{
 		Box:       box,

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -14,6 +15,7 @@ import (
 	"github.com/drydockhq/drydock"
 	"github.com/drydockhq/drydock/agent/tools"
 	"github.com/drydockhq/drydock/agent/transcript"
+	"github.com/drydockhq/drydock/client"
 	"github.com/drydockhq/drydock/llm"
 )
 
@@ -284,5 +286,56 @@ func TestRecordedCallsFromModelTurns(t *testing.T) {
 	calls := recordedCalls(b.tr.Events)
 	if len(calls) != 2 || calls[0].call.ID != "a" || calls[0].obs == nil || calls[0].obs.Output != "(no output)" || calls[1].obs.Output != "done" {
 		t.Fatalf("calls: %+v", calls)
+	}
+}
+
+// A job that started from a repository's clone replays from an empty
+// workspace unless --seed gives the files it started from: the CLI says
+// so, and a seed directory (with its .git) or a tar.gz puts them there
+// before the first call. A zip or a missing path is refused before a
+// sandbox is made.
+func TestReplaySeed(t *testing.T) {
+	t.Parallel()
+	b := newTrajectory("0193aaaa-0000-7000-8000-000000000003")
+	b.tr.Job.Repo = &drydock.RepoSpec{URL: "https://git.example.com/team/app.git", Ref: "main"}
+	b.event(drydock.EventLog, map[string]any{"level": "info", "kind": "repo_cloned", "commit": "0123456789abcdef0123456789abcdef01234567"})
+	b.call("bash", `{"command": "cat README.md && test -d .git && echo has-git"}`, &transcript.Observation{Output: "# app\nhas-git"})
+	path := b.write(t)
+
+	out, errOut, err := replayRun(t, "", path, "--runtime", "local", "--data-dir", t.TempDir())
+	if err == nil || !strings.Contains(errOut, "warning: job 0193aaaa-0000-7000-8000-000000000003 started from a clone of https://git.example.com/team/app.git at commit 0123456789abcdef0123456789abcdef01234567") ||
+		!strings.Contains(errOut, "--seed DIR|FILE") {
+		t.Errorf("without --seed: %v\nstdout %s\nstderr %s", err, out, errOut)
+	}
+
+	seed := t.TempDir()
+	os.WriteFile(filepath.Join(seed, "README.md"), []byte("# app\n"), 0o644)
+	os.MkdirAll(filepath.Join(seed, ".git"), 0o755)
+	os.WriteFile(filepath.Join(seed, ".git", "HEAD"), []byte("ref: refs/heads/main\n"), 0o644)
+	out, errOut, err = replayRun(t, "", path, "--runtime", "local", "--data-dir", t.TempDir(), "--seed", seed)
+	if err != nil || !strings.Contains(out, "Seeded the workspace with 2 files") || strings.Contains(errOut, "warning") {
+		t.Errorf("--seed DIR: %v\nstdout %s\nstderr %s", err, out, errOut)
+	}
+
+	var tgz bytes.Buffer
+	if _, err := client.PackDir(&tgz, seed, client.PackOptions{IncludeGit: true}); err != nil {
+		t.Fatal(err)
+	}
+	archive := filepath.Join(t.TempDir(), "start.tar.gz")
+	os.WriteFile(archive, tgz.Bytes(), 0o644)
+	if out, errOut, err = replayRun(t, "", path, "--runtime", "local", "--data-dir", t.TempDir(), "--seed", archive); err != nil {
+		t.Errorf("--seed FILE: %v\nstdout %s\nstderr %s", err, out, errOut)
+	}
+
+	zip := filepath.Join(t.TempDir(), "start.zip")
+	os.WriteFile(zip, []byte("PK\x03\x04 not really"), 0o644)
+	for arg, want := range map[string]string{zip: "is a zip archive: give a tar or tar.gz", filepath.Join(seed, "nope"): "--seed: stat"} {
+		dataDir := t.TempDir()
+		if _, _, err := replayRun(t, "", path, "--runtime", "local", "--data-dir", dataDir, "--seed", arg); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("--seed %s: %v, want %q", arg, err, want)
+		}
+		if left, _ := os.ReadDir(filepath.Join(dataDir, "sandboxes")); len(left) != 0 {
+			t.Errorf("--seed %s made a sandbox", arg)
+		}
 	}
 }
