@@ -91,6 +91,16 @@ type FileChange struct {
 	Change string `json:"change"`
 }
 
+// GraderFiles lists the workspace paths of the files the check's guard
+// writes from the suite: the graded files and the check files, sorted.
+func (t *Task) GraderFiles() []string {
+	var out []string
+	for _, f := range t.grader.files {
+		out = append(out, f.Path)
+	}
+	return out
+}
+
 // relPath checks a workspace-relative path a task names and cleans it.
 func relPath(field, p string) (string, error) {
 	c := strings.TrimSuffix(p, "/")

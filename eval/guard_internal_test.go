@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -147,4 +148,135 @@ func changes(cs ...string) []FileChange {
 		out = append(out, FileChange{Path: cs[i+1], Change: cs[i]})
 	}
 	return out
+}
+
+// The guard's contract, on a workspace that tries every way around it: a
+// graded directory is put back whole (the agent's files in it removed, its
+// deleted and changed files restored, a read-only subdirectory too), a
+// graded file whose parent the agent replaced with a link to a directory
+// outside is written into a real directory, never through the link, binary
+// files come back byte for byte, check/ files appear, refused paths and
+// modules that would shadow a graded .py go; the agent's other files stay.
+// The check then runs in the harness's environment: its PATH, a fresh
+// HOME, none of the shell's other variables, and nothing of the guard is
+// left in the workspace.
+func TestGuardRestoresWhatTheGraderOwns(t *testing.T) {
+	t.Parallel()
+	suite := t.TempDir()
+	bin := string([]byte{0, 1, 2, 0xff, 0xfe, '\n', 0x80})
+	for name, content := range map[string]string{
+		"t/task.json": `{"task": "x", "graded": ["tests", "pkg/config.ini", "data.bin", "lib/check_me.py"], "refused": ["conftest.py", "node_modules"],
+			"check": "echo PATH=$PATH; echo HOME=$HOME; ls -A \"$HOME\" | wc -l; echo EVIL=${EVIL-unset}; echo CI=$CI; echo done"}`,
+		"t/workspace/tests/test_a.py":        "A\n",
+		"t/workspace/tests/sub/b.txt":        "B\n",
+		"t/workspace/pkg/config.ini":         "strict = true\n",
+		"t/workspace/data.bin":               bin,
+		"t/workspace/lib/check_me.py":        "X = 1\n",
+		"t/workspace/app.py":                 "print('app')\n",
+		"t/check/tests/hidden_test.py":       "H\n",
+		"t/check/hidden/deeper/fixture.json": "{}\n",
+	} {
+		p := filepath.Join(suite, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, err := Load(suite)
+	if err != nil {
+		t.Fatal(err)
+	}
+	task := s.Tasks[0]
+	l := newLocal(t, task.WorkspaceDir())
+	outside := filepath.Join(filepath.Dir(l.setup.root), "outside")
+	l.do(t, `outside=`+shellQuote(outside)+`
+echo changed > tests/test_a.py
+rm tests/sub/b.txt
+echo mine > tests/extra.py
+mkdir -p tests/__pycache__ && echo cache > tests/__pycache__/test_a.cpython-311.pyc
+chmod 555 tests/sub
+mkdir -p "$outside" && echo 'strict = false' > "$outside/config.ini"
+rm -r pkg && ln -s "$outside" pkg
+rm data.bin && ln -s /etc/hostname data.bin
+mkdir lib/check_me && echo 'X = 2' > lib/check_me/__init__.py && echo so > lib/check_me.cpython-311-x86_64-linux-gnu.so
+echo 'import pytest' > conftest.py
+mkdir -p node_modules/.bin && echo fake > node_modules/.bin/python3
+echo 'print("mine")' > app.py
+echo 'planted' > hidden/deeper/fixture.json 2>/dev/null || true`)
+	l.sh.env = append(l.sh.env, "EVIL=1", "PATH="+l.setup.root+"/node_modules/.bin:"+l.setup.path)
+
+	res := l.check(t, task)
+	if res.Error != "" || !res.Passed() {
+		t.Fatalf("check: %+v", res)
+	}
+	want := changes("changed", "tests/test_a.py", "added", "tests/extra.py", "deleted", "tests/sub/b.txt",
+		"changed", "pkg/config.ini", "changed", "data.bin",
+		"added", "lib/check_me", "added", "lib/check_me.cpython-311-x86_64-linux-gnu.so",
+		"added", "conftest.py", "added", "node_modules")
+	got := slices.Clone(res.GradedChanges)
+	for _, s := range [][]FileChange{got, want} {
+		slices.SortFunc(s, func(a, b FileChange) int { return strings.Compare(a.Path, b.Path) })
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("graded changes:\n got %v\nwant %v", got, want)
+	}
+
+	var files []string
+	root := l.setup.root
+	filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			t.Error(err)
+			return nil
+		}
+		if r, _ := filepath.Rel(root, p); r != "." {
+			kind := "file"
+			switch {
+			case d.Type()&os.ModeSymlink != 0:
+				kind = "link"
+			case d.IsDir():
+				kind = "dir"
+			}
+			files = append(files, filepath.ToSlash(r)+" "+kind)
+		}
+		return nil
+	})
+	wantFiles := []string{"app.py file", "data.bin file", "hidden dir", "hidden/deeper dir", "hidden/deeper/fixture.json file",
+		"lib dir", "lib/check_me.py file", "pkg dir", "pkg/config.ini file",
+		"tests dir", "tests/hidden_test.py file", "tests/sub dir", "tests/sub/b.txt file", "tests/test_a.py file"}
+	if !slices.Equal(files, wantFiles) {
+		t.Errorf("the workspace after the guard:\n got %v\nwant %v", files, wantFiles)
+	}
+	for name, want := range map[string]string{"tests/test_a.py": "A\n", "tests/sub/b.txt": "B\n", "pkg/config.ini": "strict = true\n",
+		"data.bin": bin, "tests/hidden_test.py": "H\n", "hidden/deeper/fixture.json": "{}\n", "app.py": "print(\"mine\")\n"} {
+		if b, err := os.ReadFile(filepath.Join(root, name)); err != nil || string(b) != want {
+			t.Errorf("%s = %q, %v; want %q", name, b, err, want)
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(outside, "config.ini")); string(b) != "strict = false\n" {
+		t.Errorf("the guard wrote through the agent's link: %s/config.ini = %q", outside, b)
+	}
+
+	for _, line := range []string{"PATH=" + l.setup.path + "\n", "EVIL=unset\n", "CI=true\n", "\n0\n", "done\n"} {
+		if !strings.Contains(res.Output, line) {
+			t.Errorf("the check's output lacks %q:\n%s", line, res.Output)
+		}
+	}
+	if !strings.Contains(res.Output, "HOME=/") || strings.Contains(res.Output, "HOME="+os.Getenv("HOME")+"\n") {
+		t.Errorf("the check's HOME is not a fresh directory:\n%s", res.Output)
+	}
+}
+
+// A guard that cannot do its work is a check that could not run, not a
+// failed (or passed) check.
+func TestGuardFailureIsACheckError(t *testing.T) {
+	t.Parallel()
+	l := newLocal(t, "")
+	task := &Task{ID: "x", Check: "true"}
+	l.setup.python = "/nonexistent/python3"
+	res := l.check(t, task)
+	if res.Error == "" || !strings.Contains(res.Error, "prepare the check: the guard failed") || res.Passed() {
+		t.Errorf("check with no python: %+v", res)
+	}
 }
