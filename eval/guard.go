@@ -229,12 +229,13 @@ type shell interface {
 }
 
 // guardSetup says where the guard runs: the workspace's absolute path, the
-// python that runs the guard, and the check's PATH.
+// python that runs the guard, the directory where it keeps what it found
+// (outside the workspace), and the check's PATH.
 type guardSetup struct {
-	root, python, path string
+	root, python, state, path string
 }
 
-var sandboxSetup = guardSetup{root: sandboxWorkspace, python: sandboxPython, path: CheckPATH}
+var sandboxSetup = guardSetup{root: sandboxWorkspace, python: sandboxPython, state: "/tmp/drydock-eval-guard", path: CheckPATH}
 
 // guarded runs the task's check in sh behind the guard, with timeout.
 func guarded(ctx context.Context, sh shell, t *Task, setup guardSetup, timeout time.Duration) *CheckResult {
@@ -270,7 +271,7 @@ func guard(ctx context.Context, sh shell, t *Task, setup guardSetup) (changes []
 	if err := sh.write(ctx, prefix+".py", guardScript); err != nil {
 		return nil, 0, "", fmt.Errorf("write the guard: %w", err)
 	}
-	cmd := "cd " + shellQuote(setup.root) + " && " + shellQuote(setup.python) + " -I " + prefix + ".py " + shellQuote(setup.root)
+	cmd := "cd " + shellQuote(setup.root) + " && " + shellQuote(setup.python) + " -I " + prefix + ".py " + shellQuote(setup.root) + " " + shellQuote(setup.state)
 	enc := base64.StdEncoding.EncodeToString(payload)
 	for i := 0; i*guardChunk < len(enc); i++ {
 		name := fmt.Sprintf("%s.%d", prefix, i)

@@ -1,10 +1,13 @@
 # The check guard of `drydock eval` (package eval, guard.go says why).
-# It runs in the check's sandbox, as `python3 -I guard.py ROOT PART...`,
+# It runs in the check's sandbox, as `python3 -I guard.py ROOT STATE PART...`,
 # before the check: the parts (base64 of a JSON payload, written into the
 # workspace through the API) name the files the grader owns. It says which
 # of them the agent changed, deleted or added, puts the suite's copies back,
 # removes what the task refuses, and writes the check's script outside the
-# workspace. -I keeps the workspace off sys.path, so nothing the agent left
+# workspace. STATE (outside the workspace, which only the harness writes:
+# no agent ever ran in this sandbox) keeps what the first run found, for a
+# resumed `drydock eval` that runs the guard again in the same sandbox after
+# the suite's copies are back. -I keeps the workspace off sys.path, so nothing the agent left
 # there is imported here. It never follows a link: a path whose parent is a
 # link or a file is removed, not written through.
 import base64
@@ -191,8 +194,9 @@ def write(root, rel, data, mode):
 
 def main():
     root = os.path.realpath(sys.argv[1])
+    state = sys.argv[2]
     raw = b""
-    for part in sys.argv[2:]:
+    for part in sys.argv[3:]:
         p = os.path.join(root, part)
         with open(p, "rb") as f:
             raw += f.read()
@@ -210,6 +214,14 @@ def main():
     for rel in payload["refused"]:
         if lstat(os.path.join(root, rel)) is not None:
             changes.append((rel, "added"))
+    os.makedirs(state, mode=0o700, exist_ok=True)
+    found = os.path.join(state, "changes.json")
+    try:
+        with open(found, encoding="utf-8") as f:
+            changes = [tuple(c) for c in json.load(f)]  # what the agent left, found by the first run
+    except FileNotFoundError:
+        with open(found, "w", encoding="utf-8") as f:
+            json.dump(changes, f)
 
     for g in payload["graded"]:
         clear(root, g["path"])

@@ -96,7 +96,8 @@ func newLocal(t *testing.T, src string, tools ...string) *local {
 		})
 	})
 	env := append(os.Environ(), "PATH="+strings.Join(dirs, ":"))
-	return &local{setup: guardSetup{root: root, python: python, path: strings.Join(dirs, ":")}, sh: localShell{dir: root, env: env}}
+	state := filepath.Join(filepath.Dir(root), "state")
+	return &local{setup: guardSetup{root: root, python: python, state: state, path: strings.Join(dirs, ":")}, sh: localShell{dir: root, env: env}}
 }
 
 // do runs a bash script in the workspace, as the agent would have.
@@ -265,6 +266,14 @@ echo 'planted' > hidden/deeper/fixture.json 2>/dev/null || true`)
 	}
 	if !strings.Contains(res.Output, "HOME=/") || strings.Contains(res.Output, "HOME="+os.Getenv("HOME")+"\n") {
 		t.Errorf("the check's HOME is not a fresh directory:\n%s", res.Output)
+	}
+
+	// A resumed drydock eval runs the guard again in the same sandbox,
+	// where the suite's copies are back: it still reports what the agent
+	// had left.
+	again := l.check(t, task)
+	if !again.Passed() || !slices.Equal(again.GradedChanges, res.GradedChanges) {
+		t.Errorf("the guard run again: passed %v, changes %v; want %v", again.Passed(), again.GradedChanges, res.GradedChanges)
 	}
 }
 
