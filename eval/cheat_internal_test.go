@@ -53,6 +53,11 @@ func TestCheatingWorkspacesFailTheirChecks(t *testing.T) {
 			nil, "Ran 5 tests"},
 		{"the code under test exits 0 when imported", "fix-failing-test", nil,
 			`sed -i '1i import os; os._exit(0)' stats/__init__.py`, nil, "mean failed"},
+		{"a test file of its own patches unittest for the project's tests", "cli-flag", nil, solutionOf("cli-flag") +
+			`sed -i 's|    return collections.Counter(re.findall(r"\[A-Za-z'"'"'\]+", text))|    return collections.Counter(re.findall(r"[A-Za-z'"'"']+", text) if len(text) > 10 else [])|' wordcount.py
+grep -q 'len(text) > 10' wordcount.py
+printf 'import unittest\nunittest.TestCase.run = lambda self, result=None: result\n' > tests/test_zz.py`,
+			nil, "test_counts"},
 		{"the compiler's configuration relaxed", "ts-type-error", []string{"tsc", "node"},
 			`sed -i 's|it.stock <= it.reorderAt)|it.stock <= (it.reorderAt ?? 5))|; s|it.stock, "0")|it.stock, 0)|' src/inventory.ts
 sed -i 's|"strict": true,|"strict": true, "strictNullChecks": false,|' tsconfig.json`,
