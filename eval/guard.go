@@ -259,8 +259,13 @@ func guarded(ctx context.Context, sh shell, t *Task, setup guardSetup, timeout t
 // the agent cannot have guessed, and runs it. It returns what the agent
 // changed and the directory that holds the check's script and home.
 func guard(ctx context.Context, sh shell, t *Task, setup guardSetup) (changes []FileChange, more int, dir string, err error) {
+	// Bash reads a script as it runs it, so code the check runs (the
+	// agent's, as the same user) could rewrite the lines still to come; a
+	// group and its exit on one line are parsed whole before anything
+	// runs.
 	payload, err := json.Marshal(map[string]any{
-		"graded": nonNil(t.grader.graded), "refused": nonNil(t.grader.refused), "files": nonNil(t.grader.files), "check": t.Check,
+		"graded": nonNil(t.grader.graded), "refused": nonNil(t.grader.refused), "files": nonNil(t.grader.files),
+		"check": "{\n" + t.Check + "\n}; exit $?",
 	})
 	if err != nil {
 		return nil, 0, "", err

@@ -4,10 +4,11 @@
 # workspace through the API) name the files the grader owns. It says which
 # of them the agent changed, deleted or added, puts the suite's copies back,
 # removes what the task refuses, and writes the check's script outside the
-# workspace. STATE (outside the workspace, which only the harness writes:
-# no agent ever ran in this sandbox) keeps what the first run found, for a
-# resumed `drydock eval` that runs the guard again in the same sandbox after
-# the suite's copies are back. -I keeps the workspace off sys.path, so nothing the agent left
+# workspace. STATE (outside the workspace) keeps what the first run found,
+# for a `drydock eval` killed mid-check and resumed, which runs the guard
+# again in the same sandbox after the suite's copies are back (the agent's
+# code the first check ran could have rewritten it: such a run's list of
+# changes is only as good as that; its verdict does not depend on it). -I keeps the workspace off sys.path, so nothing the agent left
 # there is imported here. It never follows a link: a path whose parent is a
 # link or a file is removed, not written through.
 import base64
