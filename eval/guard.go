@@ -123,6 +123,11 @@ func (t *Task) resolveGrader(checkDir string) error {
 	size := 0
 	add := func(dir, rel string) (string, error) {
 		full := filepath.Join(dir, filepath.FromSlash(rel))
+		// dir is resolved already: a parent that is a link could lead out
+		// of the suite, to a file of this machine sent to the sandbox.
+		if parent, err := filepath.EvalSymlinks(filepath.Dir(full)); err != nil || parent != filepath.Dir(full) {
+			return "", fmt.Errorf("%s: a parent directory is a link (give the directory itself)", full)
+		}
 		fi, err := os.Lstat(full)
 		if err != nil {
 			return "", err

@@ -170,6 +170,20 @@ func TestLoadRefusesGradedLink(t *testing.T) {
 	}
 }
 
+// A graded file behind a link out of the suite is refused: its content
+// would travel to the check's sandbox.
+func TestLoadRefusesGradedBehindALink(t *testing.T) {
+	t.Parallel()
+	base := t.TempDir()
+	write(t, base, map[string]string{"secret/id_rsa": "key", "suite/a/task.json": `{"task": "x", "check": "true", "graded": ["keys/id_rsa"]}`, "suite/a/workspace/app.py": ""})
+	if err := os.Symlink(filepath.Join(base, "secret"), filepath.Join(base, "suite", "a", "workspace", "keys")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := eval.Load(filepath.Join(base, "suite")); err == nil || !strings.Contains(err.Error(), "a parent directory is a link") {
+		t.Errorf("Load: %v; want the graded file behind a link refused", err)
+	}
+}
+
 // A workspace that is a link out of the suite is refused like a path.
 func TestLoadRefusesWorkspaceLinkOut(t *testing.T) {
 	t.Parallel()
