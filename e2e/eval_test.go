@@ -218,6 +218,27 @@ func TestEvalStarterTasks(t *testing.T) {
 		}
 	}
 
+	// The cheater's check job: its archive holds the suite's billing test
+	// (put back before the check), the check's output with what the agent
+	// changed at its end (where the web UI's page reads it), and nothing of
+	// the guard.
+	files := e.archive(runs["refactor-format"].Check.JobID)
+	if log := files[drydockeval.CheckLog]; !strings.HasSuffix(log, "\n\ndrydock eval: the agent changed test/billing.test.js, package.json (the check ran on the suite's copies)\n") {
+		t.Errorf("the check's saved output ends %q", log[max(0, len(log)-300):])
+	}
+	suiteTest, err := os.ReadFile(filepath.Join("..", "evals", "starter", "refactor-format", "workspace", "test", "billing.test.js"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if files["test/billing.test.js"] != string(suiteTest) {
+		t.Errorf("the check ran on test/billing.test.js = %q; want the suite's", files["test/billing.test.js"])
+	}
+	for name := range files {
+		if strings.Contains(name, ".drydock-eval-") {
+			t.Errorf("the guard left %s in the check's workspace", name)
+		}
+	}
+
 	// Running the same run id again finds the jobs it made instead of
 	// making new ones.
 	again := exec.Command(binary, "eval", filepath.Join("..", "evals", "starter"), "--model", "test-model", "--run-id", "e2e-run-1", "--task", "hello-txt", "--json")

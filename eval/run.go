@@ -280,8 +280,13 @@ func check(ctx context.Context, c *client.Client, t *Task, j *drydock.Job, meta 
 		return cr
 	}
 	// Kept in the check job's archive, where the web UI's page of the run
-	// reads it: the server keeps no command output apart from that.
-	if _, err := c.WriteFile(ctx, held.ID, CheckLog, full); err != nil {
+	// reads its last lines: the server keeps no command output apart from
+	// that. What the agent changed of the graded files comes last.
+	saved := full
+	if t := cr.Tampering(); t != "" {
+		saved = strings.TrimRight(saved, "\n") + "\n\ndrydock eval: " + t + " (the check ran on the suite's copies)\n"
+	}
+	if _, err := c.WriteFile(ctx, held.ID, CheckLog, saved); err != nil {
 		log.Warn("save the check's output in its sandbox", "check_job_id", held.ID, "err", err)
 	}
 	if len(cr.GradedChanges) > 0 {
