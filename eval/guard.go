@@ -34,10 +34,9 @@ import (
 var guardScript string
 
 const (
-	// sandboxWorkspace is the workspace of every Drydock sandbox.
-	sandboxWorkspace = "/workspace"
 	// sandboxPython runs the guard: the image's own (read-only root), by
-	// absolute path.
+	// absolute path; where there is none (the "local" runtime's host), the
+	// python3 on the held shell's PATH, which the server set.
 	sandboxPython = "/usr/bin/python3"
 	// CheckPATH is the check's PATH: the image's directories only, not the
 	// agent's home (~/.local/bin) nor anything in the workspace
@@ -233,25 +232,32 @@ type shell interface {
 	write(ctx context.Context, path, text string) error
 }
 
-// guardSetup says where the guard runs: the workspace's absolute path, the
-// python that runs the guard, the directory where it keeps what it found
-// (outside the workspace), and the check's PATH.
+// guardSetup says how the guard runs: the python that runs it ("" for
+// sandboxPython or the PATH's), the directory where it keeps what it found
+// (outside the workspace), and the check's PATH. The workspace is the held
+// shell's working directory, where its sessions start (/workspace in a
+// container, a directory of the host with the "local" runtime).
 type guardSetup struct {
-	root, python, state, path string
+	python, state, path string
 }
 
-var sandboxSetup = guardSetup{root: sandboxWorkspace, python: sandboxPython, state: "/tmp/drydock-eval-guard", path: CheckPATH}
+// sandboxSetup is the setup in the held sandbox of check job id: the
+// guard's state is named after it (the "local" runtime's sandboxes share
+// the host's /tmp).
+func sandboxSetup(id string) guardSetup {
+	return guardSetup{state: "/tmp/drydock-eval-guard-" + id, path: CheckPATH}
+}
 
 // guarded runs the task's check in sh behind the guard, with timeout.
 func guarded(ctx context.Context, sh shell, t *Task, setup guardSetup, timeout time.Duration) *CheckResult {
 	res := &CheckResult{ExitCode: -1}
-	changes, more, dir, err := guard(ctx, sh, t, setup)
+	g, err := guard(ctx, sh, t, setup)
 	if err != nil {
 		res.Error = "prepare the check: " + err.Error()
 		return res
 	}
-	res.GradedChanges, res.MoreGradedChanges = changes, more
-	code, out, timedOut, err := sh.run(ctx, checkCommand(setup, dir), timeout)
+	res.GradedChanges, res.MoreGradedChanges = g.Changes, g.More
+	code, out, timedOut, err := sh.run(ctx, checkCommand(setup, g.Root, g.Dir), timeout)
 	if err != nil {
 		res.Error = "run the check: " + err.Error()
 		return res
@@ -260,10 +266,18 @@ func guarded(ctx context.Context, sh shell, t *Task, setup guardSetup, timeout t
 	return res
 }
 
+// guarding is what the guard reports: the workspace, the directory that
+// holds the check's script and home, and what the agent changed.
+type guarding struct {
+	Root    string       `json:"root"`
+	Dir     string       `json:"dir"`
+	Changes []FileChange `json:"changes"`
+	More    int          `json:"more"`
+}
+
 // guard writes the guard and its payload into the workspace under names
-// the agent cannot have guessed, and runs it. It returns what the agent
-// changed and the directory that holds the check's script and home.
-func guard(ctx context.Context, sh shell, t *Task, setup guardSetup) (changes []FileChange, more int, dir string, err error) {
+// the agent cannot have guessed, and runs it.
+func guard(ctx context.Context, sh shell, t *Task, setup guardSetup) (*guarding, error) {
 	// Bash reads a script as it runs it, so code the check runs (the
 	// agent's, as the same user) could rewrite the lines still to come; a
 	// group and its exit on one line are parsed whole before anything
@@ -273,38 +287,38 @@ func guard(ctx context.Context, sh shell, t *Task, setup guardSetup) (changes []
 		"check": "{\n" + t.Check + "\n}; exit $?",
 	})
 	if err != nil {
-		return nil, 0, "", err
+		return nil, err
 	}
 	var nonce [12]byte
 	_, _ = rand.Read(nonce[:])
 	prefix := ".drydock-eval-" + hex.EncodeToString(nonce[:])
 	if err := sh.write(ctx, prefix+".py", guardScript); err != nil {
-		return nil, 0, "", fmt.Errorf("write the guard: %w", err)
+		return nil, fmt.Errorf("write the guard: %w", err)
 	}
-	cmd := "cd " + shellQuote(setup.root) + " && " + shellQuote(setup.python) + " -I " + prefix + ".py " + shellQuote(setup.root) + " " + shellQuote(setup.state)
+	py := shellQuote(setup.python)
+	if setup.python == "" {
+		py = `"$py"`
+	}
+	cmd := "py=" + sandboxPython + `; [ -x "$py" ] || py=python3; ` + py + " -I " + prefix + ".py \"$PWD\" " + shellQuote(setup.state)
 	enc := base64.StdEncoding.EncodeToString(payload)
 	for i := 0; i*guardChunk < len(enc); i++ {
 		name := fmt.Sprintf("%s.%d", prefix, i)
 		if err := sh.write(ctx, name, enc[i*guardChunk:min(len(enc), (i+1)*guardChunk)]); err != nil {
-			return nil, 0, "", fmt.Errorf("write the guard's files: %w", err)
+			return nil, fmt.Errorf("write the guard's files: %w", err)
 		}
 		cmd += " " + name
 	}
 	code, out, _, err := sh.run(ctx, cmd, 2*time.Minute)
 	if err != nil {
-		return nil, 0, "", fmt.Errorf("run the guard: %w", err)
+		return nil, fmt.Errorf("run the guard: %w", err)
 	}
-	var res struct {
-		Dir     string       `json:"dir"`
-		Changes []FileChange `json:"changes"`
-		More    int          `json:"more"`
-	}
+	var res guarding
 	_, line, found := strings.Cut(out, guardMarker)
 	line, _, _ = strings.Cut(line, "\n")
-	if code != 0 || !found || json.Unmarshal([]byte(line), &res) != nil || !strings.HasPrefix(res.Dir, "/") {
-		return nil, 0, "", fmt.Errorf("the guard failed (exit %d): %s", code, tail(out, 1000))
+	if code != 0 || !found || json.Unmarshal([]byte(line), &res) != nil || !strings.HasPrefix(res.Dir, "/") || !strings.HasPrefix(res.Root, "/") {
+		return nil, fmt.Errorf("the guard failed (exit %d): %s", code, tail(out, 1000))
 	}
-	return res.Changes, res.More, res.Dir, nil
+	return &res, nil
 }
 
 // checkCommand runs the check's script with bash, in the workspace, in an
@@ -314,9 +328,9 @@ func guard(ctx context.Context, sh shell, t *Task, setup guardSetup) (changes []
 // hold an "unchecked" .pyc that Python loads whatever the source says, is
 // never read), and checkEnv from the sandbox's own environment. bash reads
 // no startup file.
-func checkCommand(setup guardSetup, dir string) string {
+func checkCommand(setup guardSetup, root, dir string) string {
 	var b strings.Builder
-	b.WriteString("cd " + shellQuote(setup.root) + " && /usr/bin/env -i PATH=" + shellQuote(setup.path) + " HOME=" + shellQuote(dir+"/home") +
+	b.WriteString("cd " + shellQuote(root) + " && /usr/bin/env -i PATH=" + shellQuote(setup.path) + " HOME=" + shellQuote(dir+"/home") +
 		" SHELL=/bin/bash CI=true PYTHONPYCACHEPREFIX=" + shellQuote(dir+"/pycache"))
 	for _, v := range checkEnv {
 		fmt.Fprintf(&b, ` ${%s+"%s=$%s"}`, v, v, v)

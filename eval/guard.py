@@ -236,7 +236,7 @@ def main():
     with open(os.path.join(work, "check.sh"), "w", encoding="utf-8") as f:
         f.write(payload["check"] + "\n")
 
-    out = {"dir": work, "changes": [{"path": p, "change": c} for p, c in changes[:MAX_CHANGES]]}
+    out = {"root": root, "dir": work, "changes": [{"path": p, "change": c} for p, c in changes[:MAX_CHANGES]]}
     if len(changes) > MAX_CHANGES:
         out["more"] = len(changes) - MAX_CHANGES
     print("DRYDOCK-EVAL-GUARD " + json.dumps(out))

@@ -51,6 +51,7 @@ func (s localShell) write(_ context.Context, path, text string) error {
 // python that runs the guard, and a PATH of the machine's own tool
 // directories (the sandbox's CheckPATH, where the tools are).
 type local struct {
+	root  string
 	setup guardSetup
 	sh    localShell
 }
@@ -97,7 +98,7 @@ func newLocal(t *testing.T, src string, tools ...string) *local {
 	})
 	env := append(os.Environ(), "PATH="+strings.Join(dirs, ":"))
 	state := filepath.Join(filepath.Dir(root), "state")
-	return &local{setup: guardSetup{root: root, python: python, state: state, path: strings.Join(dirs, ":")}, sh: localShell{dir: root, env: env}}
+	return &local{root: root, setup: guardSetup{python: python, state: state, path: strings.Join(dirs, ":")}, sh: localShell{dir: root, env: env}}
 }
 
 // do runs a bash script in the workspace, as the agent would have.
@@ -191,7 +192,7 @@ func TestGuardRestoresWhatTheGraderOwns(t *testing.T) {
 	}
 	task := s.Tasks[0]
 	l := newLocal(t, task.WorkspaceDir())
-	outside := filepath.Join(filepath.Dir(l.setup.root), "outside")
+	outside := filepath.Join(filepath.Dir(l.root), "outside")
 	l.do(t, `outside=`+shellQuote(outside)+`
 echo changed > tests/test_a.py
 rm tests/sub/b.txt
@@ -206,7 +207,7 @@ echo 'import pytest' > conftest.py
 mkdir -p node_modules/.bin && echo fake > node_modules/.bin/python3
 echo 'print("mine")' > app.py
 echo 'planted' > hidden/deeper/fixture.json 2>/dev/null || true`)
-	l.sh.env = append(l.sh.env, "EVIL=1", "PATH="+l.setup.root+"/node_modules/.bin:"+l.setup.path)
+	l.sh.env = append(l.sh.env, "EVIL=1", "PATH="+l.root+"/node_modules/.bin:"+l.setup.path)
 
 	res := l.check(t, task)
 	if res.Error != "" || !res.Passed() {
@@ -225,7 +226,7 @@ echo 'planted' > hidden/deeper/fixture.json 2>/dev/null || true`)
 	}
 
 	var files []string
-	root := l.setup.root
+	root := l.root
 	filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
 		if err != nil {
 			t.Error(err)

@@ -272,7 +272,7 @@ func check(ctx context.Context, c *client.Client, t *Task, j *drydock.Job, meta 
 	}
 	// The check's output is the whole of what the API returned; the report
 	// keeps its tail.
-	cr := guarded(ctx, apiShell{c, held.ID}, t, sandboxSetup, timeout)
+	cr := guarded(ctx, apiShell{c, held.ID}, t, sandboxSetup(held.ID), timeout)
 	cr.JobID = held.ID
 	full := cr.Output
 	cr.Output = tail(full, outputTail)
