@@ -193,6 +193,28 @@ func (t *Task) resolveGrader(checkDir string) error {
 		g.graded = append(g.graded, gp)
 	}
 	for _, p := range t.Refused {
+		if name, ok := strings.CutPrefix(p, "**/"); ok {
+			// A name refused at any depth: conftest.py wherever pytest
+			// would load it from.
+			if name == "" || name == "." || name == ".." || strings.ContainsAny(name, "/\\*?[\x00") {
+				return fmt.Errorf("refused %q: give **/ and a file or directory name, as in **/conftest.py", p)
+			}
+			if t.dir != "" {
+				var given string
+				filepath.WalkDir(t.dir, func(path string, d fs.DirEntry, err error) error {
+					if err == nil && d.Name() == name && path != t.dir {
+						given, _ = filepath.Rel(t.dir, path)
+						return fs.SkipAll
+					}
+					return nil
+				})
+				if given != "" {
+					return fmt.Errorf("refused %q: the task's workspace has %s, and the agent cannot be refused what it was given", p, filepath.ToSlash(given))
+				}
+			}
+			g.refused = append(g.refused, "**/"+name)
+			continue
+		}
 		rel, err := relPath("refused", p)
 		if err != nil {
 			return err

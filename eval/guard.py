@@ -127,6 +127,23 @@ def shadows(root, rel):
     return found
 
 
+def refused_paths(root, pattern):
+    """The paths a refused pattern names that exist: the path itself, or,
+    for "**/NAME", every entry so named at any depth (not looking inside
+    one, nor following links)."""
+    if not pattern.startswith("**/"):
+        return [pattern] if lstat(os.path.join(root, pattern)) is not None else []
+    name = pattern[3:]
+    found = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames.sort()
+        for n in sorted(filenames + dirnames):
+            if n == name:
+                found.append(os.path.relpath(os.path.join(dirpath, n), root))
+        dirnames[:] = [d for d in dirnames if d != name]
+    return found
+
+
 def writable(path):
     """Lets this user change path's entries again (the agent may have
     taken the write bit off a directory it owns)."""
@@ -212,9 +229,12 @@ def main():
         for rel in g["files"]:
             shadowing += shadows(root, rel)
     changes += [(rel, "added") for rel in shadowing]
-    for rel in payload["refused"]:
-        if lstat(os.path.join(root, rel)) is not None:
-            changes.append((rel, "added"))
+    refused = []
+    for pattern in payload["refused"]:
+        refused += refused_paths(root, pattern)
+    changes += [(rel, "added") for rel in refused]
+    seen = set()
+    changes = [c for c in changes if not (c[0] in seen or seen.add(c[0]))]
     os.makedirs(state, mode=0o700, exist_ok=True)
     found = os.path.join(state, "changes.json")
     try:
@@ -226,7 +246,7 @@ def main():
 
     for g in payload["graded"]:
         clear(root, g["path"])
-    for rel in payload["refused"] + shadowing:
+    for rel in refused + shadowing:
         clear(root, rel)
     for f in payload["files"]:
         write(root, f["path"], base64.b64decode(f["data"]), f["mode"])

@@ -167,7 +167,7 @@ func TestGuardRestoresWhatTheGraderOwns(t *testing.T) {
 	suite := t.TempDir()
 	bin := string([]byte{0, 1, 2, 0xff, 0xfe, '\n', 0x80})
 	for name, content := range map[string]string{
-		"t/task.json": `{"task": "x", "graded": ["tests", "pkg/config.ini", "data.bin", "lib/check_me.py"], "refused": ["conftest.py", "node_modules"],
+		"t/task.json": `{"task": "x", "graded": ["tests", "pkg/config.ini", "data.bin", "lib/check_me.py"], "refused": ["**/conftest.py", "node_modules"],
 			"check": "echo PATH=$PATH; echo HOME=$HOME; ls -A \"$HOME\" | wc -l; echo EVIL=${EVIL-unset}; echo CI=$CI; echo done"}`,
 		"t/workspace/tests/test_a.py":        "A\n",
 		"t/workspace/tests/sub/b.txt":        "B\n",
@@ -204,6 +204,7 @@ rm -r pkg && ln -s "$outside" pkg
 rm data.bin && ln -s /etc/hostname data.bin
 mkdir lib/check_me && echo 'X = 2' > lib/check_me/__init__.py && echo so > lib/check_me.cpython-311-x86_64-linux-gnu.so
 echo 'import pytest' > conftest.py
+mkdir -p lib/sub && echo 'import pytest' > lib/sub/conftest.py && echo 'import pytest' > tests/conftest.py
 mkdir -p node_modules/.bin && echo fake > node_modules/.bin/python3
 echo 'print("mine")' > app.py
 echo 'planted' > hidden/deeper/fixture.json 2>/dev/null || true`)
@@ -216,7 +217,7 @@ echo 'planted' > hidden/deeper/fixture.json 2>/dev/null || true`)
 	want := changes("changed", "tests/test_a.py", "added", "tests/extra.py", "deleted", "tests/sub/b.txt",
 		"changed", "pkg/config.ini", "changed", "data.bin",
 		"added", "lib/check_me", "added", "lib/check_me.cpython-311-x86_64-linux-gnu.so",
-		"added", "conftest.py", "added", "node_modules")
+		"added", "conftest.py", "added", "lib/sub/conftest.py", "added", "tests/conftest.py", "added", "node_modules")
 	got := slices.Clone(res.GradedChanges)
 	for _, s := range [][]FileChange{got, want} {
 		slices.SortFunc(s, func(a, b FileChange) int { return strings.Compare(a.Path, b.Path) })
@@ -245,7 +246,7 @@ echo 'planted' > hidden/deeper/fixture.json 2>/dev/null || true`)
 		return nil
 	})
 	wantFiles := []string{"app.py file", "data.bin file", "hidden dir", "hidden/deeper dir", "hidden/deeper/fixture.json file",
-		"lib dir", "lib/check_me.py file", "pkg dir", "pkg/config.ini file",
+		"lib dir", "lib/check_me.py file", "lib/sub dir", "pkg dir", "pkg/config.ini file",
 		"tests dir", "tests/hidden_test.py file", "tests/sub dir", "tests/sub/b.txt file", "tests/test_a.py file"}
 	if !slices.Equal(files, wantFiles) {
 		t.Errorf("the workspace after the guard:\n got %v\nwant %v", files, wantFiles)

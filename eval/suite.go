@@ -54,7 +54,7 @@ type Task struct {
 	Graded []string `json:"graded,omitempty"`
 	// Refused names paths the agent must not leave (a conftest.py, a
 	// node_modules of dependencies it was told not to add): removed before
-	// the check.
+	// the check. "**/NAME" refuses NAME at any depth (**/conftest.py).
 	Refused []string `json:"refused,omitempty"`
 	// CheckFiles is a directory, relative to the task's file, whose files
 	// are written into the workspace for the check only (hidden tests):

@@ -114,6 +114,9 @@ func TestLoadRefuses(t *testing.T) {
 		{"graded absolute", map[string]string{"a/task.json": `{"task": "x", "check": "true", "graded": ["/etc/passwd"]}`, "a/workspace/app.py": ""}, `graded "/etc/passwd": give a clean path`},
 		{"graded twice", map[string]string{"a/task.json": `{"task": "x", "check": "true", "graded": ["tests", "tests/a.py"]}`, "a/workspace/tests/a.py": ""}, "overlaps another graded path"},
 		{"refused given", map[string]string{"a/task.json": `{"task": "x", "check": "true", "refused": ["conftest.py"]}`, "a/workspace/conftest.py": ""}, "cannot be refused what it was given"},
+		{"refused anywhere given", map[string]string{"a/task.json": `{"task": "x", "check": "true", "refused": ["**/conftest.py"]}`, "a/workspace/tests/conftest.py": ""},
+			"the task's workspace has tests/conftest.py"},
+		{"refused anywhere with a path", map[string]string{"a/task.json": `{"task": "x", "check": "true", "refused": ["**/tests/conftest.py"]}`}, `refused "**/tests/conftest.py": give **/ and a file or directory name`},
 		{"refused graded", map[string]string{"a/task.json": `{"task": "x", "check": "true", "graded": ["tests"], "refused": ["tests/conftest.py"]}`, "a/workspace/tests/a.py": ""}, "overlaps a graded path"},
 		{"check files outside", map[string]string{"a/task.json": `{"task": "x", "check": "true", "check_files": "../../hidden"}`, "../hidden/f": "x"}, "outside the suite"},
 	}

@@ -36,7 +36,7 @@ per task and in total the pass rate, steps, tokens, cost and wall time, why each
 check_error), and which graded files the agent changed. The web UI shows the run at /evals/RUN_ID.
 Exit status 0 when the run completed, whatever its score; 1 on an error.
 A task.json: {"task": "...", "check": "python3 -P -m unittest discover -s tests -t .", "graded"?:
-["tests"], "refused"?: ["conftest.py"], "profile"?, "max_steps"?, "timeout"?, "egress"?, "workspace"?
+["tests"], "refused"?: ["**/conftest.py"], "profile"?, "max_steps"?, "timeout"?, "egress"?, "workspace"?
 (default: the task directory's workspace/), "check_files"? (default: its check/), "check_timeout"?,
 "check_egress"?, "id"?}.`
 }
