@@ -3,9 +3,11 @@ package e2e_test
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -58,19 +60,26 @@ func bash(command string) llmtest.Turn {
 	return llmtest.Turn{ToolCalls: []llm.ToolCall{llmtest.Call("bash", string(in))}}
 }
 
-// drydock eval end to end: the real binary scores five tasks of the starter
+// drydock eval end to end: the real binary scores six tasks of the starter
 // suite on Docker against a scripted model that passes two of them and
 // fails the others on purpose, each in another way, and the report says
 // exactly which passed and why each of the others failed: a check that
 // failed (with the check's own output), an agent out of steps, a model
-// error. Each check ran in a held follow-up of its job, which was
-// cancelled once it had run, and every job carries the run's metadata.
+// error, and an agent that cheats (a botched refactor whose tests it
+// rewrote and whose package.json test script it set to "true") and whose
+// check fails all the same, naming the graded files it changed. Each check
+// ran in a held follow-up of its job, which was cancelled once it had run,
+// and every job carries the run's metadata.
 func TestEvalStarterTasks(t *testing.T) {
 	t.Parallel()
 	if os.Getenv("DRYDOCK_TEST_E2E") == "" {
 		t.Skip("DRYDOCK_TEST_E2E not set: this test runs real sandboxes for several minutes of CPU (make test sets it)")
 	}
 	solution, err := os.ReadFile(filepath.Join("..", "evals", "starter", "fix-failing-test", "solution.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	refactor, err := os.ReadFile(filepath.Join("..", "evals", "starter", "refactor-format", "solution.sh"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,6 +107,18 @@ func TestEvalStarterTasks(t *testing.T) {
 		"sqlite-report": func(int) llmtest.Turn {
 			return llmtest.Turn{Fault: llmtest.BadRequest, Text: "this model cannot do SQL"}
 		},
+		// Cheats: the refactor gets the units wrong, and rather than fix it
+		// the agent rewrites the test that says so and makes "npm test"
+		// pass whatever happens. The old check (npm test, then greps and a
+		// hidden test of formatMoney alone) passed this.
+		"refactor-format": func(step int) llmtest.Turn {
+			if step > 0 {
+				return finish("formatMoney is in src/money.js; the tests pass.")
+			}
+			return bash("cd /workspace && " + string(refactor) + "\nsed -i 's/\\* 100)/* 10)/' src/invoice.js src/receipt.js\n" +
+				`printf "import test from 'node:test';\ntest('billing', () => {});\n" > test/billing.test.js` + "\n" +
+				`sed -i 's|"test": "[^"]*"|"test": "true"|' package.json && npm test`)
+		},
 	}
 	e := newAgentEnv(t, "docker", "DRYDOCK_TEST_DOCKER_HOST", "openai", evalModel(t, plays))
 	report := filepath.Join(t.TempDir(), "report.json")
@@ -123,7 +144,7 @@ func TestEvalStarterTasks(t *testing.T) {
 	}
 
 	want := map[string]string{"hello-txt": "", "fix-failing-test": "", "cli-flag": drydockeval.ReasonCheckFailed,
-		"log-top-paths": drydockeval.ReasonBudget, "sqlite-report": drydockeval.ReasonError}
+		"log-top-paths": drydockeval.ReasonBudget, "sqlite-report": drydockeval.ReasonError, "refactor-format": drydockeval.ReasonCheckFailed}
 	if len(rep.Tasks) != len(want) {
 		t.Fatalf("report has %d tasks; want %d: %s", len(rep.Tasks), len(want), data)
 	}
@@ -138,12 +159,21 @@ func TestEvalStarterTasks(t *testing.T) {
 			t.Errorf("task %s: passed %v, reason %q (%s); want reason %q", ts.ID, r.Passed, r.Reason, r.Why(), want[ts.ID])
 		}
 	}
-	if rep.Total.Passed != 2 || rep.Total.Runs != 5 || rep.Total.PassAt1 != 0.4 || rep.Total.PassAtN != 0.4 ||
-		rep.Total.Reasons[drydockeval.ReasonCheckFailed] != 1 || rep.Total.Reasons[drydockeval.ReasonBudget] != 1 || rep.Total.Reasons[drydockeval.ReasonError] != 1 {
+	if rep.Total.Passed != 2 || rep.Total.Runs != 6 || math.Abs(rep.Total.PassAt1-1.0/3) > 1e-9 || math.Abs(rep.Total.PassAtN-1.0/3) > 1e-9 ||
+		rep.Total.Reasons[drydockeval.ReasonCheckFailed] != 2 || rep.Total.Reasons[drydockeval.ReasonBudget] != 1 || rep.Total.Reasons[drydockeval.ReasonError] != 1 {
 		t.Errorf("total = %+v", rep.Total)
 	}
 	if r := runs["cli-flag"]; r.Check == nil || r.Check.ExitCode == 0 || !strings.Contains(r.Check.Output, "unrecognized arguments: --ignore-case") {
 		t.Errorf("cli-flag's check: %+v; want a failure with argparse's message in the output", r.Check)
+	}
+	if r := runs["refactor-format"]; r.Check == nil || !strings.Contains(r.Check.Output, "invoice lines") ||
+		!slices.Equal(r.Check.GradedChanges, []drydockeval.FileChange{{Path: "test/billing.test.js", Change: "changed"}, {Path: "package.json", Change: "changed"}}) {
+		t.Errorf("refactor-format's check: %+v; want the suite's billing test failing and the two graded files named", r.Check)
+	}
+	for id, r := range runs {
+		if id != "refactor-format" && r.Check != nil && len(r.Check.GradedChanges) > 0 {
+			t.Errorf("%s: graded changes %v; its agent changed none", id, r.Check.GradedChanges)
+		}
 	}
 	if r := runs["log-top-paths"]; r.Steps != 20 || !strings.Contains(r.Error, "20 steps") {
 		t.Errorf("log-top-paths: %d steps, error %q; want its 20 steps used up", r.Steps, r.Error)
@@ -162,7 +192,8 @@ func TestEvalStarterTasks(t *testing.T) {
 
 	// The table says the same, in a terminal's words.
 	out := stdout.String()
-	for _, line := range []string{"pass@1 40.0% (2 of 5 runs passed)", "cli-flag #1 (job " + runs["cli-flag"].JobID + "): check failed (exit 2)",
+	for _, line := range []string{"pass@1 33.3% (2 of 6 runs passed)",
+		"refactor-format #1 (job " + runs["refactor-format"].JobID + "): check failed (exit 1); the agent changed test/billing.test.js, package.json", "cli-flag #1 (job " + runs["cli-flag"].JobID + "): check failed (exit 2)",
 		"| wordcount.py: error: unrecognized arguments: --ignore-case", "log-top-paths #1 (job " + runs["log-top-paths"].JobID + "): budget: ",
 		"sqlite-report #1 (job " + runs["sqlite-report"].JobID + "): error: ", "Web UI: " + e.url() + "/evals/e2e-run-1"} {
 		if !strings.Contains(out, line) {
@@ -184,6 +215,27 @@ func TestEvalStarterTasks(t *testing.T) {
 		if c.Agent != drydock.AgentNone || c.ParentJobID != r.JobID || c.Metadata[drydockeval.MetaRole] != "check" || c.Status != drydock.StatusCancelled || len(c.Egress) != 0 {
 			t.Errorf("check job of %s: agent %q, parent %q, metadata %v, status %s, egress %v; want a cancelled held follow-up without egress",
 				id, c.Agent, c.ParentJobID, c.Metadata, c.Status, c.Egress)
+		}
+	}
+
+	// The cheater's check job: its archive holds the suite's billing test
+	// (put back before the check), the check's output with what the agent
+	// changed at its end (where the web UI's page reads it), and nothing of
+	// the guard.
+	files := e.archive(runs["refactor-format"].Check.JobID)
+	if log := files[drydockeval.CheckLog]; !strings.HasSuffix(log, "\n\ndrydock eval: the agent changed test/billing.test.js, package.json (the check ran on the suite's copies)\n") {
+		t.Errorf("the check's saved output ends %q", log[max(0, len(log)-300):])
+	}
+	suiteTest, err := os.ReadFile(filepath.Join("..", "evals", "starter", "refactor-format", "workspace", "test", "billing.test.js"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if files["test/billing.test.js"] != string(suiteTest) {
+		t.Errorf("the check ran on test/billing.test.js = %q; want the suite's", files["test/billing.test.js"])
+	}
+	for name := range files {
+		if strings.Contains(name, ".drydock-eval-") {
+			t.Errorf("the guard left %s in the check's workspace", name)
 		}
 	}
 

@@ -56,6 +56,12 @@ type CheckResult struct {
 	// Error is why the check could not run (no archived workspace, the
 	// sandbox failed); ExitCode is then -1.
 	Error string `json:"error,omitempty"`
+	// GradedChanges are the graded files (and refused paths) that the
+	// agent's workspace did not hold as the suite has them: the check ran
+	// on the suite's copies. MoreGradedChanges counts those left out
+	// (at most 100 are listed).
+	GradedChanges     []FileChange `json:"graded_changes,omitempty"`
+	MoreGradedChanges int          `json:"more_graded_changes,omitempty"`
 }
 
 // Passed reports whether the check ran and exited 0.
@@ -176,8 +182,17 @@ func classify(j *drydock.Job) string {
 	return ReasonError
 }
 
-// Why is a one-line account of a failed run, for the table.
+// Why is a one-line account of a failed run, for the table: the reason,
+// and the graded files the agent did not leave as the suite has them.
 func (r *Run) Why() string {
+	why := r.why()
+	if t := r.Check.Tampering(); t != "" && why != "" {
+		why += "; " + t
+	}
+	return why
+}
+
+func (r *Run) why() string {
 	switch r.Reason {
 	case "":
 		return ""
@@ -203,4 +218,30 @@ func (r *Run) Why() string {
 		return r.Reason + ": " + r.Error
 	}
 	return r.Reason
+}
+
+// Tampering is a one-line account of the graded files the agent did not
+// leave as the suite has them ("the agent changed tests/test_cli.py"), ""
+// when it left them all (or the check did not get that far).
+func (c *CheckResult) Tampering() string {
+	if c == nil || len(c.GradedChanges) == 0 {
+		return ""
+	}
+	var order []string
+	byChange := map[string][]string{}
+	for _, fc := range c.GradedChanges {
+		if byChange[fc.Change] == nil {
+			order = append(order, fc.Change)
+		}
+		byChange[fc.Change] = append(byChange[fc.Change], fc.Path)
+	}
+	var parts []string
+	for _, ch := range order {
+		parts = append(parts, ch+" "+strings.Join(byChange[ch], ", "))
+	}
+	s := "the agent " + strings.Join(parts, "; ")
+	if c.MoreGradedChanges > 0 {
+		s += "; and " + strconv.Itoa(c.MoreGradedChanges) + " more"
+	}
+	return s
 }

@@ -1,6 +1,7 @@
 package eval_test
 
 import (
+	"encoding/json"
 	"math"
 	"strings"
 	"testing"
@@ -95,5 +96,39 @@ func TestWriteTable(t *testing.T) {
 	}
 	if strings.Contains(out, "\x1b") {
 		t.Errorf("an escape sequence reached the terminal:\n%q", out)
+	}
+}
+
+// A failure says which graded files the agent did not leave as the suite
+// has them, in the table and in the JSON report.
+func TestReportNamesChangedGradedFiles(t *testing.T) {
+	t.Parallel()
+	r := eval.Run{Task: "cli-flag", Attempt: 1, JobID: "j1", Reason: eval.ReasonCheckFailed, Check: &eval.CheckResult{ExitCode: 1,
+		GradedChanges: []eval.FileChange{{Path: "tests/test_cli.py", Change: "changed"}, {Path: "tests/test_more.py", Change: "changed"},
+			{Path: "tests/__init__.py", Change: "deleted"}, {Path: "conftest.py", Change: "added"}},
+		MoreGradedChanges: 2}}
+	want := "check failed (exit 1); the agent changed tests/test_cli.py, tests/test_more.py; deleted tests/__init__.py; added conftest.py; and 2 more"
+	if got := r.Why(); got != want {
+		t.Errorf("Why() = %q\nwant %q", got, want)
+	}
+	rep := &eval.Report{Suite: "s", RunID: "r", Runs: 1}
+	rep.Tasks, rep.Total = eval.Summarize([]string{"cli-flag"}, []eval.Run{r})
+	var b strings.Builder
+	if err := rep.WriteTable(&b); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "- cli-flag #1 (job j1): "+want) {
+		t.Errorf("the table lacks the changed files:\n%s", b.String())
+	}
+	data, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(data), `"graded_changes":[{"path":"tests/test_cli.py","change":"changed"},`) || !strings.Contains(string(data), `"more_graded_changes":2`) {
+		t.Errorf("the JSON report: %s", data)
+	}
+	// A passing run's changes are in the JSON only; an unchanged one says nothing.
+	if (&eval.Run{Passed: true, Check: r.Check}).Why() != "" || (&eval.Run{Reason: eval.ReasonBudget, Error: "x", Check: &eval.CheckResult{}}).Why() != "budget: x" {
+		t.Error("Why of a pass or of a run without changes")
 	}
 }

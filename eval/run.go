@@ -260,7 +260,6 @@ func check(ctx context.Context, c *client.Client, t *Task, j *drydock.Job, meta 
 	if err != nil {
 		return &CheckResult{ExitCode: -1, Error: "create the check's sandbox: " + err.Error()}
 	}
-	res := &CheckResult{JobID: held.ID, ExitCode: -1}
 	defer func() {
 		cctx, done := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		defer done()
@@ -269,23 +268,50 @@ func check(ctx context.Context, c *client.Client, t *Task, j *drydock.Job, meta 
 		}
 	}()
 	if err := waitHeld(ctx, c, held.ID); err != nil {
-		res.Error = "the check's sandbox was not ready: " + err.Error()
-		return res
+		return &CheckResult{JobID: held.ID, ExitCode: -1, Error: "the check's sandbox was not ready: " + err.Error()}
 	}
-	// A subshell: the sandbox's shell persists between commands, and a
-	// check's "set -e" or "exit 1" must end the check, not that shell.
-	out, err := c.RunCommand(ctx, held.ID, "(\n"+t.Check+"\n)", timeout)
-	if err != nil {
-		res.Error = "run the check: " + err.Error()
-		return res
+	// The check's output is the whole of what the API returned; the report
+	// keeps its tail.
+	cr := guarded(ctx, apiShell{c, held.ID}, t, sandboxSetup(held.ID), timeout)
+	cr.JobID = held.ID
+	full := cr.Output
+	cr.Output = tail(full, outputTail)
+	if cr.Error != "" {
+		return cr
 	}
-	res.ExitCode, res.TimedOut, res.Output = out.ExitCode, out.TimedOut, tail(out.Output, outputTail)
 	// Kept in the check job's archive, where the web UI's page of the run
-	// reads it: the server keeps no command output apart from that.
-	if _, err := c.WriteFile(ctx, held.ID, CheckLog, out.Output); err != nil {
+	// reads its last lines: the server keeps no command output apart from
+	// that. What the agent changed of the graded files comes last.
+	saved := full
+	if t := cr.Tampering(); t != "" {
+		saved = strings.TrimRight(saved, "\n") + "\n\ndrydock eval: " + t + " (the check ran on the suite's copies)\n"
+	}
+	if _, err := c.WriteFile(ctx, held.ID, CheckLog, saved); err != nil {
 		log.Warn("save the check's output in its sandbox", "check_job_id", held.ID, "err", err)
 	}
-	return res
+	if len(cr.GradedChanges) > 0 {
+		log.Info("the agent changed graded files; the check ran on the suite's", "changes", len(cr.GradedChanges)+cr.MoreGradedChanges)
+	}
+	return cr
+}
+
+// apiShell is a held sandbox as the check's shell.
+type apiShell struct {
+	c  *client.Client
+	id string
+}
+
+func (s apiShell) run(ctx context.Context, command string, timeout time.Duration) (int, string, bool, error) {
+	out, err := s.c.RunCommand(ctx, s.id, command, timeout)
+	if err != nil {
+		return -1, "", false, err
+	}
+	return out.ExitCode, out.Output, out.TimedOut, nil
+}
+
+func (s apiShell) write(ctx context.Context, path, text string) error {
+	_, err := s.c.WriteFile(ctx, s.id, path, text)
+	return err
 }
 
 // isHeld reports whether e says the job's sandbox is held for its caller.

@@ -47,9 +47,25 @@ type Task struct {
 	// CheckEgress is what the check's sandbox may reach; none by default,
 	// so that a check measures what the agent left, not the network.
 	CheckEgress []string `json:"check_egress,omitempty"`
+	// Graded names files and directories of the task's workspace that the
+	// grader owns (the tests, their configuration): before the check they
+	// are put back as the suite has them, replacing whatever the agent
+	// left, a directory whole (what the agent added in it is removed).
+	Graded []string `json:"graded,omitempty"`
+	// Refused names paths the agent must not leave (a conftest.py, a
+	// node_modules of dependencies it was told not to add): removed before
+	// the check. "**/NAME" refuses NAME at any depth (**/conftest.py).
+	Refused []string `json:"refused,omitempty"`
+	// CheckFiles is a directory, relative to the task's file, whose files
+	// are written into the workspace for the check only (hidden tests):
+	// the agent never sees them. A task directory's "check" subdirectory
+	// is used when the field is left out.
+	CheckFiles string `json:"check_files,omitempty"`
 
 	// dir is the resolved workspace directory, "" for an empty workspace.
 	dir string
+	// grader is what the check's guard restores, refuses and compares.
+	grader grader
 }
 
 // WorkspaceDir is the directory uploaded as the task's workspace, "" when
@@ -111,6 +127,11 @@ func loadDir(dir string) (*Suite, error) {
 		if t.Workspace == "" {
 			if fi, err := os.Stat(filepath.Join(dir, e.Name(), "workspace")); err == nil && fi.IsDir() {
 				t.Workspace = "workspace"
+			}
+		}
+		if t.CheckFiles == "" {
+			if fi, err := os.Stat(filepath.Join(dir, e.Name(), "check")); err == nil && fi.IsDir() {
+				t.CheckFiles = "check"
 			}
 		}
 		if err := t.resolve(dir, filepath.Join(dir, e.Name())); err != nil {
@@ -180,9 +201,8 @@ func decodeFile(file string, v any) error {
 	return nil
 }
 
-// resolve checks the task and finds its workspace directory, which must
-// lie within the suite's root (a suite shared as a directory must not
-// upload files from elsewhere on the machine that runs it).
+// resolve checks the task, finds its workspace and check directories and
+// reads the files its grader owns.
 func (t *Task) resolve(root, base string) error {
 	t.Task = strings.TrimSpace(t.Task)
 	t.Check = strings.TrimSpace(t.Check)
@@ -207,28 +227,46 @@ func (t *Task) resolve(root, base string) error {
 			return fmt.Errorf("egress %q: %s", e, drydock.ErrorMessage(err))
 		}
 	}
-	if t.Workspace == "" {
-		return nil
+	if t.Workspace != "" {
+		dir, err := suiteDir(root, base, "workspace", t.Workspace)
+		if err != nil {
+			return err
+		}
+		t.dir = dir
 	}
-	if filepath.IsAbs(t.Workspace) {
-		return fmt.Errorf("workspace %q: give a directory relative to the task's file", t.Workspace)
+	checkDir := ""
+	if t.CheckFiles != "" {
+		dir, err := suiteDir(root, base, "check_files", t.CheckFiles)
+		if err != nil {
+			return err
+		}
+		checkDir = dir
 	}
-	dir, err := filepath.EvalSymlinks(filepath.Join(base, t.Workspace))
+	return t.resolveGrader(checkDir)
+}
+
+// suiteDir resolves a directory a task names, which must lie within the
+// suite's root (a suite shared as a directory must not upload files from
+// elsewhere on the machine that runs it).
+func suiteDir(root, base, field, name string) (string, error) {
+	if filepath.IsAbs(name) {
+		return "", fmt.Errorf("%s %q: give a directory relative to the task's file", field, name)
+	}
+	dir, err := filepath.EvalSymlinks(filepath.Join(base, name))
 	if err != nil {
-		return fmt.Errorf("workspace %q: %w", t.Workspace, err)
+		return "", fmt.Errorf("%s %q: %w", field, name, err)
 	}
 	rootAbs, err := filepath.EvalSymlinks(root)
 	if err != nil {
-		return fmt.Errorf("suite root %s: %w", root, err)
+		return "", fmt.Errorf("suite root %s: %w", root, err)
 	}
 	if rel, err := filepath.Rel(rootAbs, dir); err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-		return fmt.Errorf("workspace %q is outside the suite's directory %s", t.Workspace, root)
+		return "", fmt.Errorf("%s %q is outside the suite's directory %s", field, name, root)
 	}
 	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-		return fmt.Errorf("workspace %q is not a directory", t.Workspace)
+		return "", fmt.Errorf("%s %q is not a directory", field, name)
 	}
-	t.dir = dir
-	return nil
+	return dir, nil
 }
 
 func (s *Suite) checkIDs(where string) error {

@@ -107,6 +107,18 @@ func TestLoadRefuses(t *testing.T) {
 		{"absolute workspace", map[string]string{"a/task.json": `{"task": "x", "check": "true", "workspace": "/etc"}`}, "relative"},
 		{"missing workspace", map[string]string{"a/task.json": `{"task": "x", "check": "true", "workspace": "nope"}`}, `workspace "nope"`},
 		{"two documents", map[string]string{"a/task.json": `{"task": "x", "check": "true"} {}`}, "more than one JSON value"},
+		{"graded file missing", map[string]string{"a/task.json": `{"task": "x", "check": "true", "graded": ["tests/test_x.py"]}`, "a/workspace/app.py": ""},
+			`graded "tests/test_x.py" is not in the task's workspace`},
+		{"graded without a workspace", map[string]string{"a/task.json": `{"task": "x", "check": "true", "graded": ["t.py"]}`}, "no workspace to take it from"},
+		{"graded outside", map[string]string{"a/task.json": `{"task": "x", "check": "true", "graded": ["../task.json"]}`, "a/workspace/app.py": ""}, `graded "../task.json": give a clean path`},
+		{"graded absolute", map[string]string{"a/task.json": `{"task": "x", "check": "true", "graded": ["/etc/passwd"]}`, "a/workspace/app.py": ""}, `graded "/etc/passwd": give a clean path`},
+		{"graded twice", map[string]string{"a/task.json": `{"task": "x", "check": "true", "graded": ["tests", "tests/a.py"]}`, "a/workspace/tests/a.py": ""}, "overlaps another graded path"},
+		{"refused given", map[string]string{"a/task.json": `{"task": "x", "check": "true", "refused": ["conftest.py"]}`, "a/workspace/conftest.py": ""}, "cannot be refused what it was given"},
+		{"refused anywhere given", map[string]string{"a/task.json": `{"task": "x", "check": "true", "refused": ["**/conftest.py"]}`, "a/workspace/tests/conftest.py": ""},
+			"the task's workspace has tests/conftest.py"},
+		{"refused anywhere with a path", map[string]string{"a/task.json": `{"task": "x", "check": "true", "refused": ["**/tests/conftest.py"]}`}, `refused "**/tests/conftest.py": give **/ and a file or directory name`},
+		{"refused graded", map[string]string{"a/task.json": `{"task": "x", "check": "true", "graded": ["tests"], "refused": ["tests/conftest.py"]}`, "a/workspace/tests/a.py": ""}, "overlaps a graded path"},
+		{"check files outside", map[string]string{"a/task.json": `{"task": "x", "check": "true", "check_files": "../../hidden"}`, "../hidden/f": "x"}, "outside the suite"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -118,6 +130,60 @@ func TestLoadRefuses(t *testing.T) {
 				t.Errorf("Load: %v; want an error containing %q", err, c.want)
 			}
 		})
+	}
+}
+
+// A task's grader: graded paths from its workspace (a directory with all
+// its files), every file of its check/ directory (used when check_files is
+// left out), refused paths.
+func TestLoadGraded(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	write(t, dir, map[string]string{
+		"a/task.json":                  `{"task": "x", "check": "true", "graded": ["tests/", "package.json"], "refused": ["node_modules"]}`,
+		"a/workspace/tests/a.test.js":  "a",
+		"a/workspace/tests/sub/b.js":   "b",
+		"a/workspace/package.json":     "{}",
+		"a/workspace/src/app.js":       "app",
+		"a/check/tests/hidden.test.js": "h",
+	})
+	s, err := eval.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := s.Tasks[0]
+	if !slices.Equal(g.Graded, []string{"tests/", "package.json"}) || !slices.Equal(g.Refused, []string{"node_modules"}) || g.CheckFiles != "check" {
+		t.Errorf("task %+v", g)
+	}
+	if got := g.GraderFiles(); !slices.Equal(got, []string{"package.json", "tests/a.test.js", "tests/hidden.test.js", "tests/sub/b.js"}) {
+		t.Errorf("the grader's files %v", got)
+	}
+}
+
+// A graded file that is a link is refused: the suite gives the file.
+func TestLoadRefusesGradedLink(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	write(t, dir, map[string]string{"a/task.json": `{"task": "x", "check": "true", "graded": ["t.py"]}`, "a/workspace/real.py": "x"})
+	if err := os.Symlink("real.py", filepath.Join(dir, "a", "workspace", "t.py")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := eval.Load(dir); err == nil || !strings.Contains(err.Error(), "not a regular file") {
+		t.Errorf("Load: %v; want the link refused", err)
+	}
+}
+
+// A graded file behind a link out of the suite is refused: its content
+// would travel to the check's sandbox.
+func TestLoadRefusesGradedBehindALink(t *testing.T) {
+	t.Parallel()
+	base := t.TempDir()
+	write(t, base, map[string]string{"secret/id_rsa": "key", "suite/a/task.json": `{"task": "x", "check": "true", "graded": ["keys/id_rsa"]}`, "suite/a/workspace/app.py": ""})
+	if err := os.Symlink(filepath.Join(base, "secret"), filepath.Join(base, "suite", "a", "workspace", "keys")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := eval.Load(filepath.Join(base, "suite")); err == nil || !strings.Contains(err.Error(), "a parent directory is a link") {
+		t.Errorf("Load: %v; want the graded file behind a link refused", err)
 	}
 }
 
@@ -171,6 +237,22 @@ func TestStarterSuiteLoads(t *testing.T) {
 	for _, want := range []string{"hello-txt", "react-todo", "tk-todo"} {
 		if !slices.ContainsFunc(s.Tasks, func(t *eval.Task) bool { return t.ID == want }) {
 			t.Errorf("the starter suite lacks %s", want)
+		}
+	}
+	// Every task whose workspace holds tests (or data the check reads)
+	// declares them graded.
+	for _, task := range s.Tasks {
+		dir := task.WorkspaceDir()
+		if dir == "" {
+			continue
+		}
+		for _, sub := range []string{"tests", "test", "data", "logs", "package.json", "tsconfig.json", "shop.db"} {
+			if _, err := os.Stat(filepath.Join(dir, sub)); err != nil {
+				continue
+			}
+			if !slices.ContainsFunc(task.GraderFiles(), func(f string) bool { return f == sub || strings.HasPrefix(f, sub+"/") }) {
+				t.Errorf("task %s: its workspace's %s is not graded", task.ID, sub)
+			}
 		}
 	}
 }

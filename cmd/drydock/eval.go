@@ -27,12 +27,18 @@ func (c *EvalCmd) Help() string {
 	return `Each task of the suite becomes a job (its task text, uploaded workspace, profile, limits and egress;
 metadata eval_suite, eval_run, eval_task, eval_attempt). When the job has finished, the task's check (a
 shell command) runs in /workspace of a fresh sandbox holding the finished workspace, with no network
-unless the task gives check_egress: exit 0 is a pass. The report gives per task and in total the pass
-rate, steps, tokens, cost and wall time, and why each failure failed (schedule, error, budget, timeout,
-cancelled, check_failed with the tail of the check's output, check_error). The web UI shows the run
-at /evals/RUN_ID. Exit status 0 when the run completed, whatever its score; 1 on an error.
-A task.json: {"task": "...", "check": "pytest -q", "profile"?, "max_steps"?, "timeout"?, "egress"?,
-"workspace"? (default: the task directory's workspace/), "check_timeout"?, "check_egress"?, "id"?}.`
+unless the task gives check_egress: exit 0 is a pass. Before it runs, the files the grader owns are put
+back from the suite (the task's "graded" paths of its workspace/, every file of its check/ directory,
+which the agent never sees), its "refused" paths are removed, and the check runs with a clean PATH and
+environment, so that editing the tests or planting a fake runner does not pass it. The report gives
+per task and in total the pass rate, steps, tokens, cost and wall time, why each failure failed
+(schedule, error, budget, timeout, cancelled, check_failed with the tail of the check's output,
+check_error), and which graded files the agent changed. The web UI shows the run at /evals/RUN_ID.
+Exit status 0 when the run completed, whatever its score; 1 on an error.
+A task.json: {"task": "...", "check": "python3 -P -m unittest discover -s tests -t .", "graded"?:
+["tests"], "refused"?: ["**/conftest.py"], "profile"?, "max_steps"?, "timeout"?, "egress"?, "workspace"?
+(default: the task directory's workspace/), "check_files"? (default: its check/), "check_timeout"?,
+"check_egress"?, "id"?}.`
 }
 
 func (c *EvalCmd) Run(g *Globals) error {
