@@ -20,6 +20,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/drydockhq/drydock"
 )
 
@@ -38,7 +40,6 @@ type Server struct {
 	events    map[string][]*drydock.Event
 	artifacts map[string]map[string][]byte // id -> format -> bytes
 	diffs     map[string][]byte
-	nextID    int
 	drops     int      // upcoming streams to cut after their first event
 	streamIDs []string // Last-Event-ID (or after) of every stream request
 	ping      time.Duration
@@ -165,12 +166,13 @@ func (s *Server) AddJob(spec drydock.JobSpec, created time.Time) *drydock.Job {
 }
 
 func (s *Server) addLocked(spec drydock.JobSpec, created time.Time) *drydock.Job {
-	s.nextID++
 	if spec.Profile == "" {
 		spec.Profile = drydock.ProfileHeadless
 	}
+	// Ids are UUIDv7s, as the real server's, since the API refuses
+	// anything else as a job id.
 	j := &drydock.Job{
-		ID:        fmt.Sprintf("job%04d", s.nextID),
+		ID:        uuid.Must(uuid.NewV7()).String(),
 		Status:    drydock.StatusPending,
 		CreatedAt: created.UTC(),
 		JobSpec:   spec,
@@ -293,18 +295,20 @@ func (s *Server) bump() {
 // view is the job as the API shows it: a copy with its links.
 func (s *Server) view(j *drydock.Job) *drydock.Job {
 	v := *j
-	v.StatusURL = s.URL + "/v1/jobs/" + j.ID
-	v.EventsURL = v.StatusURL + "/events"
+	// The links are the real server's (api's decorate).
+	job := s.URL + "/v1/jobs/" + j.ID
+	v.StatusURL = s.URL + "/status/" + j.ID
+	v.EventsURL = job + "/events"
 	if j.Profile == drydock.ProfileDesktop {
-		v.VNCURL = v.StatusURL + "/vnc"
+		v.VNCURL = s.URL + "/jobs/" + j.ID + "/desktop"
 	}
 	if len(s.artifacts[j.ID]) > 0 {
-		v.DownloadURL = v.StatusURL + "/artifact.zip"
+		v.DownloadURL = job + "/artifact.zip"
 		v.Result = v.DownloadURL
-		v.DownloadURLTar = v.StatusURL + "/artifact.tar.gz"
+		v.DownloadURLTar = job + "/artifact.tar.gz"
 	}
 	if s.diffs[j.ID] != nil {
-		v.DiffURL = v.StatusURL + "/diff"
+		v.DiffURL = job + "/diff"
 	}
 	return &v
 }
@@ -440,9 +444,16 @@ func unquoteKey(v string) string {
 }
 
 func (s *Server) lookup(w http.ResponseWriter, r *http.Request) (*drydock.Job, bool) {
-	j, ok := s.jobs[r.PathValue("id")]
-	if !ok {
-		writeError(w, drydock.Errorf(drydock.ENOTFOUND, "job %s not found", r.PathValue("id")))
+	id := r.PathValue("id")
+	j, ok := s.jobs[id]
+	switch {
+	case ok:
+	case uuid.Validate(id) != nil:
+		// As the real server: what is not a job id is quoted, since it
+		// may hold anything.
+		writeError(w, drydock.Errorf(drydock.ENOTFOUND, "job %q not found", id))
+	default:
+		writeError(w, drydock.Errorf(drydock.ENOTFOUND, "job %s not found", id))
 	}
 	return j, ok
 }
