@@ -36,31 +36,32 @@ func collect() (func(*drydock.Event) error, func() []*drydock.Event) {
 
 func TestStreamEventsLive(t *testing.T) {
 	t.Parallel()
-	srv, c := setup(t)
-	j := srv.AddJob(drydock.JobSpec{Task: "t"}, time.Now()) // 1
-	fn, got := collect()
-	done := make(chan error, 1)
-	go func() { done <- c.StreamEvents(t.Context(), j.ID, 0, fn) }()
+	forEachServer(t, func(t *testing.T, srv apiServer, c *client.Client) {
+		j := srv.AddJob(t, drydock.JobSpec{Task: "t"}, time.Now()) // 1
+		fn, got := collect()
+		done := make(chan error, 1)
+		go func() { done <- c.StreamEvents(t.Context(), j.ID, 0, fn) }()
 
-	srv.SetStatus(j.ID, drydock.StatusRunning, "")                                                                     // 2
-	srv.Emit(j.ID, drydock.EventToolCall, map[string]any{"name": "bash", "input": map[string]string{"command": "ls"}}) // 3
-	srv.SetStatus(j.ID, drydock.StatusComplete, "")                                                                    // 4
+		srv.SetStatus(t, j.ID, drydock.StatusRunning, "")                                                                     // 2
+		srv.Emit(t, j.ID, drydock.EventToolCall, map[string]any{"name": "bash", "input": map[string]string{"command": "ls"}}) // 3
+		srv.SetStatus(t, j.ID, drydock.StatusComplete, "")                                                                    // 4
 
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("StreamEvents: %v", err)
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("StreamEvents: %v", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("StreamEvents did not return after the job completed")
 		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("StreamEvents did not return after the job completed")
-	}
-	events := got()
-	if diff := cmp.Diff([]int64{1, 2, 3, 4}, seqs(events)); diff != "" {
-		t.Errorf("seqs (-want +got):\n%s", diff)
-	}
-	if events[2].Type != drydock.EventToolCall || events[2].JobID != j.ID || events[2].Time.IsZero() {
-		t.Errorf("event 3 = %+v", events[2])
-	}
+		events := got()
+		if diff := cmp.Diff([]int64{1, 2, 3, 4}, seqs(events)); diff != "" {
+			t.Fatalf("seqs (-want +got):\n%s", diff)
+		}
+		if events[2].Type != drydock.EventToolCall || events[2].JobID != j.ID || events[2].Time.IsZero() {
+			t.Errorf("event 3 = %+v", events[2])
+		}
+	})
 }
 
 func TestStreamEventsResumesWithLastEventID(t *testing.T) {
@@ -273,29 +274,32 @@ func TestStreamEventsRidesOutAServerRestart(t *testing.T) {
 
 func TestWait(t *testing.T) {
 	t.Parallel()
-	srv, c := setup(t)
-	j := srv.AddJob(drydock.JobSpec{Task: "t"}, time.Now())
-	go func() {
-		time.Sleep(20 * time.Millisecond)
-		srv.SetStatus(j.ID, drydock.StatusRunning, "")
-		srv.SetArtifact(j.ID, "tar.gz", []byte("x"))
-		srv.SetStatus(j.ID, drydock.StatusError, "model refused")
-	}()
-	got, err := c.Wait(t.Context(), j.ID)
-	if err != nil {
-		t.Fatalf("Wait: %v", err)
-	}
-	if got.Status != drydock.StatusError || got.Error != "model refused" || got.DownloadURL == "" {
-		t.Errorf("Wait = %+v, want error status, its message and a download URL", got)
-	}
+	forEachServer(t, func(t *testing.T, srv apiServer, c *client.Client) {
+		j := srv.AddJob(t, drydock.JobSpec{Task: "t"}, time.Now())
+		go func() {
+			time.Sleep(20 * time.Millisecond)
+			srv.SetStatus(t, j.ID, drydock.StatusRunning, "")
+			srv.SetArchive(t, j.ID, map[string]string{"x": "x"})
+			srv.SetStatus(t, j.ID, drydock.StatusError, "model refused")
+		}()
+		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+		defer cancel()
+		got, err := c.Wait(ctx, j.ID)
+		if err != nil {
+			t.Fatalf("Wait: %v", err)
+		}
+		if got.Status != drydock.StatusError || got.Error != "model refused" || got.DownloadURL == "" {
+			t.Errorf("Wait = %+v, want error status, its message and a download URL", got)
+		}
 
-	// Already finished: no stream needed.
-	if got, err := c.Wait(t.Context(), j.ID); err != nil || got.Status != drydock.StatusError {
-		t.Errorf("second Wait = %v, %v", got, err)
-	}
-	if _, err := c.Wait(t.Context(), "nope"); drydock.ErrorCode(err) != drydock.ENOTFOUND {
-		t.Errorf("Wait(nope) = %v, want not_found", err)
-	}
+		// Already finished: no stream needed.
+		if got, err := c.Wait(t.Context(), j.ID); err != nil || got.Status != drydock.StatusError {
+			t.Errorf("second Wait = %v, %v", got, err)
+		}
+		if _, err := c.Wait(t.Context(), "nope"); drydock.ErrorCode(err) != drydock.ENOTFOUND {
+			t.Errorf("Wait(nope) = %v, want not_found", err)
+		}
+	})
 }
 
 func TestWaitFallsBackToPolling(t *testing.T) {

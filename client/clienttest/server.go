@@ -248,7 +248,8 @@ func (s *Server) SetArtifact(id, format string, data []byte) {
 }
 
 // SetDiff makes a job's workspace diff available, as GET
-// /v1/jobs/{id}/diff gives it.
+// /v1/jobs/{id}/diff gives it: a running job's live diff or an archived
+// job's stored one, in whatever state the test left the job.
 func (s *Server) SetDiff(id string, patch []byte) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -269,12 +270,28 @@ func (s *Server) diff(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if data == nil {
-		writeError(w, drydock.Errorf(drydock.ECONFLICT, "job %s has no diff yet", j.ID))
+		writeError(w, s.noDiff(j))
 		return
 	}
 	w.Header().Set("Content-Type", "text/x-diff; charset=utf-8")
 	w.Header().Set("Content-Length", strconv.Itoa(len(data)))
 	w.Write(data)
+}
+
+// noDiff is the real server's answer for a job without a diff: it serves
+// the stored diff of an archived job, and a live one only from a running
+// job's sandbox, which the fake has not.
+func (s *Server) noDiff(j *drydock.Job) error {
+	switch {
+	case len(s.artifacts[j.ID]) > 0:
+		return drydock.Errorf(drydock.ENOTFOUND, "job %s has no stored diff: its starting point was not recorded or the diff failed (see its events); its archive is at artifact.zip", j.ID)
+	case j.Status.Terminal():
+		return drydock.Errorf(drydock.ENOTFOUND, "job %s ended without an archived workspace to diff", j.ID)
+	case j.Status == drydock.StatusPending:
+		return drydock.Errorf(drydock.ECONFLICT, "job %s has not started yet; it has no workspace to diff", j.ID)
+	default:
+		return drydock.Errorf(drydock.ECONFLICT, "job %s is %s; this server reads its workspace once it is archived", j.ID, j.Status)
+	}
 }
 
 // mustJob returns a job the test said exists; a wrong id is a bug in the
@@ -307,7 +324,7 @@ func (s *Server) view(j *drydock.Job) *drydock.Job {
 		v.Result = v.DownloadURL
 		v.DownloadURLTar = job + "/artifact.tar.gz"
 	}
-	if s.diffs[j.ID] != nil {
+	if s.diffs[j.ID] != nil || len(s.artifacts[j.ID]) > 0 {
 		v.DiffURL = job + "/diff"
 	}
 	return &v
