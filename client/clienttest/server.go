@@ -3,7 +3,9 @@
 // the job routes of docs/API.md over maps instead of a store and a runner:
 // tests drive the jobs' lifecycle themselves with SetStatus, Emit and
 // SetArtifact. It is a test double for clients, not a second server: the real
-// one lives in package api.
+// one lives in package api, and the client package's behaviour tests run
+// against both, so that where they disagree (links, ids, error answers,
+// follow-ups) a test fails and the fake is brought back to the real one.
 package clienttest
 
 import (
@@ -337,7 +339,7 @@ func (s *Server) auth(next http.Handler) http.Handler {
 		// without a body needs no type.
 		if r.ContentLength != 0 {
 			if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/json" {
-				writeError(w, &drydock.Error{Code: "unsupported_media_type", Message: fmt.Sprintf("send the request body as JSON (Content-Type: application/json), not %q", r.Header.Get("Content-Type"))})
+				writeError(w, &drydock.Error{Code: drydock.EUNSUPPORTEDMEDIA, Message: fmt.Sprintf("send the request body as JSON (Content-Type: application/json), not %q", r.Header.Get("Content-Type"))})
 				return
 			}
 		}
@@ -352,26 +354,11 @@ func (s *Server) auth(next http.Handler) http.Handler {
 	})
 }
 
-var statusOf = map[string]int{
-	drydock.EINVALID:         http.StatusBadRequest,
-	drydock.EUNAUTHORIZED:    http.StatusUnauthorized,
-	drydock.EFORBIDDEN:       http.StatusForbidden,
-	drydock.ENOTFOUND:        http.StatusNotFound,
-	drydock.ECONFLICT:        http.StatusConflict,
-	drydock.EKEYREUSED:       http.StatusUnprocessableEntity,
-	drydock.ETOOLARGE:        http.StatusRequestEntityTooLarge,
-	"unsupported_media_type": http.StatusUnsupportedMediaType,
-	drydock.EUNAVAILABLE:     http.StatusServiceUnavailable,
-	drydock.ENOTIMPLEMENTED:  http.StatusNotImplemented,
-}
-
+// writeError answers err as the real server does: the one table from code
+// to status, and the one error body.
 func writeError(w http.ResponseWriter, err error) {
 	code := drydock.ErrorCode(err)
-	st, ok := statusOf[code]
-	if !ok {
-		st = http.StatusInternalServerError
-	}
-	writeJSON(w, st, map[string]any{"error": map[string]string{"code": code, "message": drydock.ErrorMessage(err)}})
+	writeJSON(w, drydock.HTTPStatus(code), drydock.ErrorBody{Error: drydock.ErrorDetail{Code: code, Message: drydock.ErrorMessage(err)}})
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -479,7 +466,15 @@ func (s *Server) job(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if j, ok := s.lookup(w, r); ok {
-		writeJSON(w, http.StatusOK, s.view(j))
+		v := s.view(j)
+		// As the real server: one job's answer lists its follow-ups,
+		// oldest first (lists do not).
+		for _, id := range s.order {
+			if s.jobs[id].ParentJobID == j.ID {
+				v.FollowUps = append(v.FollowUps, id)
+			}
+		}
+		writeJSON(w, http.StatusOK, v)
 	}
 }
 
