@@ -1,12 +1,14 @@
 package client_test
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -64,28 +66,90 @@ func TestStreamEventsLive(t *testing.T) {
 	})
 }
 
-func TestStreamEventsResumesWithLastEventID(t *testing.T) {
-	t.Parallel()
-	srv, c := setup(t)
-	client.FastRetries(c, 10*time.Second)
-	j := srv.AddJob(drydock.JobSpec{Task: "t"}, time.Now())             // 1
-	srv.SetStatus(j.ID, drydock.StatusRunning, "")                      // 2
-	srv.Emit(j.ID, drydock.EventLog, map[string]string{"message": "a"}) // 3
-	srv.SetStatus(j.ID, drydock.StatusComplete, "")                     // 4
-	srv.DropStreams(3)
+// cuttingProxy stands in front of a server and cuts each of the next n
+// event streams after its first event (comments and retry hints pass), as a
+// flaky network would; it
+// records where every stream request asked to resume.
+func cuttingProxy(t *testing.T, upstream string, n int) (url string, resumes func() []string) {
+	t.Helper()
+	var mu sync.Mutex
+	var seen []string
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		req, _ := http.NewRequestWithContext(r.Context(), r.Method, upstream+r.URL.RequestURI(), nil)
+		req.Header = r.Header.Clone()
+		resume := r.Header.Get("Last-Event-ID")
+		if resume == "" {
+			resume = r.URL.Query().Get("after")
+		}
+		mu.Lock()
+		seen = append(seen, resume)
+		cut := n > 0
+		n--
+		mu.Unlock()
+		resp, err := http.DefaultTransport.RoundTrip(req)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		defer resp.Body.Close()
+		for k, v := range resp.Header {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(resp.StatusCode)
+		rc := http.NewResponseController(w)
+		br := bufio.NewReader(resp.Body)
+		event := false // the block read so far has an id: it is an event
+		for {
+			line, err := br.ReadString('\n')
+			io.WriteString(w, line)
+			if err != nil {
+				return
+			}
+			event = event || strings.HasPrefix(line, "id:")
+			if line == "\n" {
+				rc.Flush()
+				if cut && event {
+					if conn, _, err := rc.Hijack(); err == nil {
+						conn.Close()
+					}
+					return
+				}
+			}
+		}
+	}))
+	t.Cleanup(hs.Close)
+	return hs.URL, func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(seen)
+	}
+}
 
-	fn, got := collect()
-	if err := c.StreamEvents(t.Context(), j.ID, 1, fn); err != nil {
-		t.Fatalf("StreamEvents: %v", err)
-	}
-	if diff := cmp.Diff([]int64{2, 3, 4}, seqs(got())); diff != "" {
-		t.Errorf("seqs (-want +got):\n%s", diff)
-	}
-	// The first request resumes from the caller's position, each reconnect
-	// from the last event delivered.
-	if diff := cmp.Diff([]string{"1", "2", "3", "4"}, srv.StreamResumes()); diff != "" {
-		t.Errorf("resume positions (-want +got):\n%s", diff)
-	}
+// A stream cut by the network between client and server resumes where it
+// stopped, on either server: the first request asks from the caller's
+// position, the reconnection (after the server's retry hint) sends
+// Last-Event-ID, and the server starts after it.
+func TestStreamEventsResumeThroughACutNetwork(t *testing.T) {
+	t.Parallel()
+	forEachServer(t, func(t *testing.T, srv apiServer, _ *client.Client) {
+		j := srv.AddJob(t, drydock.JobSpec{Task: "t"}, time.Now())             // 1
+		srv.SetStatus(t, j.ID, drydock.StatusRunning, "")                      // 2
+		srv.Emit(t, j.ID, drydock.EventLog, map[string]string{"message": "a"}) // 3
+		srv.SetStatus(t, j.ID, drydock.StatusComplete, "")                     // 4
+		url, resumes := cuttingProxy(t, srv.URL(), 1)
+		c := client.FastRetries(client.New(url, srv.Token()), 10*time.Second)
+
+		fn, got := collect()
+		if err := c.StreamEvents(t.Context(), j.ID, 1, fn); err != nil {
+			t.Fatalf("StreamEvents: %v", err)
+		}
+		if diff := cmp.Diff([]int64{2, 3, 4}, seqs(got())); diff != "" {
+			t.Errorf("seqs (-want +got):\n%s", diff)
+		}
+		if diff := cmp.Diff([]string{"1", "2"}, resumes()); diff != "" {
+			t.Errorf("resume positions (-want +got):\n%s", diff)
+		}
+	})
 }
 
 // sseHandler serves one scripted answer per connection; connections beyond
@@ -205,33 +269,33 @@ func TestStreamEventsReconnectsASilentConnection(t *testing.T) {
 
 func TestStreamEventsErrors(t *testing.T) {
 	t.Parallel()
-	srv, c := setup(t)
-	client.FastRetries(c, 10*time.Second)
 	fn, _ := collect()
+	forEachServer(t, func(t *testing.T, srv apiServer, c *client.Client) {
+		client.FastRetries(c, 10*time.Second)
+		if err := c.StreamEvents(t.Context(), "nope", 0, fn); drydock.ErrorCode(err) != drydock.ENOTFOUND {
+			t.Errorf("unknown job: %v, want not_found", err)
+		}
 
-	if err := c.StreamEvents(t.Context(), "nope", 0, fn); drydock.ErrorCode(err) != drydock.ENOTFOUND {
-		t.Errorf("unknown job: %v, want not_found", err)
-	}
+		j := srv.AddJob(t, drydock.JobSpec{Task: "t"}, time.Now())
+		stop := errors.New("seen enough")
+		err := c.StreamEvents(t.Context(), j.ID, 0, func(*drydock.Event) error { return stop })
+		if err != stop {
+			t.Errorf("fn's error: StreamEvents returned %v, want it unchanged", err)
+		}
 
-	j := srv.AddJob(drydock.JobSpec{Task: "t"}, time.Now())
-	stop := errors.New("seen enough")
-	err := c.StreamEvents(t.Context(), j.ID, 0, func(*drydock.Event) error { return stop })
-	if err != stop {
-		t.Errorf("fn's error: StreamEvents returned %v, want it unchanged", err)
-	}
-
-	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
-	defer cancel()
-	err = c.StreamEvents(ctx, j.ID, 0, fn)
-	if !errors.Is(err, context.DeadlineExceeded) {
-		t.Errorf("ctx ended: %v, want DeadlineExceeded", err)
-	}
+		ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+		defer cancel()
+		err = c.StreamEvents(ctx, j.ID, 0, fn)
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("ctx ended: %v, want DeadlineExceeded", err)
+		}
+	})
 
 	plain := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprint(w, `{"events": []}`)
 	}))
 	t.Cleanup(plain.Close)
-	err = client.New(plain.URL, "").StreamEvents(t.Context(), "j1", 0, fn)
+	err := client.New(plain.URL, "").StreamEvents(t.Context(), "j1", 0, fn)
 	if drydock.ErrorCode(err) != drydock.ENOTIMPLEMENTED {
 		t.Errorf("JSON instead of a stream: %v, want not_implemented", err)
 	}
@@ -328,4 +392,26 @@ func TestWaitFallsBackToPolling(t *testing.T) {
 	if polls.Load() != 4 {
 		t.Errorf("%d polls, want 4", polls.Load())
 	}
+}
+
+// Both servers open a stream with the same reconnection hint, which the
+// client honours after a cut: a fake without it would let the CLI's tests
+// reconnect sooner than a real server allows.
+func TestStreamsOpenWithARetryHint(t *testing.T) {
+	t.Parallel()
+	forEachServer(t, func(t *testing.T, srv apiServer, _ *client.Client) {
+		j := srv.AddJob(t, drydock.JobSpec{Task: "t"}, time.Now())
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, srv.URL()+"/v1/jobs/"+j.ID+"/events", nil)
+		req.Header.Set("Accept", "text/event-stream")
+		req.Header.Set("Authorization", "Bearer "+srv.Token())
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		first, err := bufio.NewReader(resp.Body).ReadString('\n')
+		if err != nil || first != "retry: 2000\n" || resp.Header.Get("Content-Type") != "text/event-stream" {
+			t.Errorf("stream opened %q (%v) as %q; want retry: 2000 as text/event-stream", first, err, resp.Header.Get("Content-Type"))
+		}
+	})
 }

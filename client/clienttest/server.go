@@ -617,7 +617,11 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
+	w.Header().Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
+	// As the real server: reconnect no sooner than 2 s, which clients
+	// honour after a cut.
+	_, _ = io.WriteString(w, "retry: 2000\n\n")
 	fl := http.NewResponseController(w)
 	_ = fl.Flush()
 	ping := time.NewTicker(s.ping)
