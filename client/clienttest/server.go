@@ -506,10 +506,27 @@ func intParam(r *http.Request, name string, def, lo, hi int64) (int64, error) {
 }
 
 func (s *Server) list(w http.ResponseWriter, r *http.Request) {
+	for k := range r.URL.Query() {
+		if k != "status" && k != "limit" && k != "cursor" && k != "metadata" {
+			writeError(w, drydock.Errorf(drydock.EINVALID, "unknown query parameter %q; accepted: status, limit, cursor, metadata", k))
+			return
+		}
+	}
 	limit, err := intParam(r, "limit", 50, 1, 500)
 	if err != nil {
 		writeError(w, err)
 		return
+	}
+	// As the real server: every metadata=KEY=VALUE pair must be in a
+	// job's metadata for it to be listed.
+	meta := map[string]string{}
+	for _, p := range r.URL.Query()["metadata"] {
+		k, v, ok := strings.Cut(p, "=")
+		if !ok || k == "" {
+			writeError(w, drydock.Errorf(drydock.EINVALID, "metadata filter %q: give metadata=KEY=VALUE", p))
+			return
+		}
+		meta[k] = v
 	}
 	var want []drydock.JobStatus
 	for _, v := range r.URL.Query()["status"] {
@@ -535,7 +552,7 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 	var matched []*drydock.Job
 	for _, id := range slices.Backward(s.order) {
 		j := s.jobs[id]
-		if len(want) == 0 || slices.Contains(want, j.Status) {
+		if (len(want) == 0 || slices.Contains(want, j.Status)) && hasMetadata(j, meta) {
 			matched = append(matched, s.view(j))
 		}
 	}
@@ -551,6 +568,15 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	writeJSON(w, http.StatusOK, page)
+}
+
+func hasMetadata(j *drydock.Job, want map[string]string) bool {
+	for k, v := range want {
+		if got, ok := j.Metadata[k]; !ok || got != v {
+			return false
+		}
+	}
+	return true
 }
 
 func (s *Server) eventsHandler(w http.ResponseWriter, r *http.Request) {
