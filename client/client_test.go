@@ -387,6 +387,12 @@ func TestDownload(t *testing.T) {
 		if _, err := c.Download(t.Context(), j.ID, "rar", &buf); drydock.ErrorCode(err) != drydock.EINVALID {
 			t.Errorf("format rar: %v, want invalid", err)
 		}
+		lost := srv.AddJob(t, drydock.JobSpec{Task: "t"}, time.Now())
+		srv.SetStatus(t, lost.ID, drydock.StatusRunning, "")
+		srv.SetStatus(t, lost.ID, drydock.StatusError, "sandbox lost")
+		if _, err := c.Download(t.Context(), lost.ID, "zip", &buf); drydock.ErrorCode(err) != drydock.ENOTFOUND {
+			t.Errorf("a job that ended without an archive: %v, want not_found", err)
+		}
 		if got, err := c.Job(t.Context(), j.ID); err != nil || got.DownloadURL != srv.URL()+"/v1/jobs/"+j.ID+"/artifact.zip" || got.DownloadURLTar != srv.URL()+"/v1/jobs/"+j.ID+"/artifact.tar.gz" {
 			t.Errorf("archived job's links: %+v, %v", got, err)
 		}

@@ -84,10 +84,8 @@ func NewServer() *Server {
 	mux.HandleFunc("GET /v1/jobs/{id}/artifact.tar.gz", s.artifact("tar.gz"))
 	mux.HandleFunc("GET /v1/jobs/{id}/artifact.zip", s.artifact("zip"))
 	mux.HandleFunc("GET /v1/jobs/{id}/diff", s.diff)
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, drydock.Errorf(drydock.ENOTFOUND, "no route %s %s", r.Method, r.URL.Path))
-	})
-	s.srv = httptest.NewServer(s.auth(mux))
+	mux.HandleFunc("GET /v1/jobs/{id}/trajectory", s.trajectory)
+	s.srv = httptest.NewServer(s.auth(jsonMuxErrors(mux)))
 	s.URL = s.srv.URL
 	return s
 }
@@ -506,11 +504,8 @@ func intParam(r *http.Request, name string, def, lo, hi int64) (int64, error) {
 }
 
 func (s *Server) list(w http.ResponseWriter, r *http.Request) {
-	for k := range r.URL.Query() {
-		if k != "status" && k != "limit" && k != "cursor" && k != "metadata" {
-			writeError(w, drydock.Errorf(drydock.EINVALID, "unknown query parameter %q; accepted: status, limit, cursor, metadata", k))
-			return
-		}
+	if !onlyParams(w, r, "status", "limit", "cursor", "metadata") {
+		return
 	}
 	limit, err := intParam(r, "limit", 50, 1, 500)
 	if err != nil {
@@ -580,6 +575,9 @@ func hasMetadata(j *drydock.Job, want map[string]string) bool {
 }
 
 func (s *Server) eventsHandler(w http.ResponseWriter, r *http.Request) {
+	if !onlyParams(w, r, "after", "limit", "stream") {
+		return
+	}
 	if strings.Contains(r.Header.Get("Accept"), "text/event-stream") || r.URL.Query().Get("stream") == "true" {
 		s.stream(w, r)
 		return
@@ -711,8 +709,12 @@ func (s *Server) artifact(format string) http.HandlerFunc {
 			return
 		}
 		id := r.PathValue("id")
-		if data == nil {
-			writeError(w, drydock.Errorf(drydock.ECONFLICT, "job %s has no archived workspace yet (status %s)", id, status))
+		switch {
+		case data == nil && status.Terminal():
+			writeError(w, drydock.Errorf(drydock.ENOTFOUND, "job %s ended without an archived workspace", id))
+			return
+		case data == nil:
+			writeError(w, drydock.Errorf(drydock.ECONFLICT, "job %s is %s; its workspace is archived when it ends", id, status))
 			return
 		}
 		ct := "application/gzip"
