@@ -151,3 +151,52 @@ func TestPauseAndResume(t *testing.T) {
 		}
 	})
 }
+
+// Changes people make are recorded with who made them, in the real
+// server's shapes: a message's sender and a pause's author are the
+// token's name, an egress change lists what it allowed and removed and
+// the token's id.
+func TestChangesNameWhoMadeThem(t *testing.T) {
+	t.Parallel()
+	forEachServer(t, func(t *testing.T, srv apiServer, c *client.Client) {
+		j := srv.AddJob(t, drydock.JobSpec{Task: "t", Egress: []string{"old.example.com"}}, time.Now())
+		srv.SetStatus(t, j.ID, drydock.StatusRunning, "")
+		if _, err := c.SetEgress(t.Context(), j.ID, []string{"pypi.example.com:443"}); err != nil {
+			t.Fatal(err)
+		}
+		res, err := c.SendMessage(t.Context(), j.ID, "hello")
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := c.Pause(t.Context(), j.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m drydock.UserMessage
+		json.Unmarshal(res.Event.Data, &m)
+		if m.From == "" || p.PausedBy != m.From {
+			t.Errorf("message from %q, paused by %q; want the token's name in both", m.From, p.PausedBy)
+		}
+		page, err := c.Events(t.Context(), j.ID, 0, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var change struct {
+			Level, Message string
+			Egress         struct {
+				List, Added, Removed []string
+				By                   string
+			}
+		}
+		for _, e := range page.Events {
+			if e.Type == drydock.EventLog {
+				json.Unmarshal(e.Data, &change)
+			}
+		}
+		if change.Message != "egress allowlist changed; allowed pypi.example.com:443; removed old.example.com" ||
+			!slices.Equal(change.Egress.List, []string{"pypi.example.com:443"}) || !slices.Equal(change.Egress.Added, []string{"pypi.example.com:443"}) ||
+			!slices.Equal(change.Egress.Removed, []string{"old.example.com"}) || change.Egress.By == "" {
+			t.Errorf("egress change recorded as %+v", change)
+		}
+	})
+}

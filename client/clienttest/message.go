@@ -46,7 +46,8 @@ func (s *Server) message(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	writeJSON(w, http.StatusAccepted, s.emitLocked(j.ID, drydock.EventUserMessage, drydock.UserMessage{Text: *req.Text}))
+	_, name := s.principal()
+	writeJSON(w, http.StatusAccepted, s.emitLocked(j.ID, drydock.EventUserMessage, drydock.UserMessage{Text: *req.Text, From: name}))
 }
 
 // followUpRequest is what a message to a finished job may say: the text,

@@ -96,7 +96,24 @@ func (s *Server) Close() {
 	s.srv.Close()
 }
 
-// RequireToken makes every request need "Authorization: Bearer token".
+// The principal changes are recorded as made by: development mode's
+// without a token, a token's (FakeTokenID, FakeTokenName) with one, as the
+// real server names them.
+const (
+	FakeTokenID   = "tok_clienttest"
+	FakeTokenName = "clienttest"
+)
+
+// principal is the id and name of who makes the requests.
+func (s *Server) principal() (id, name string) {
+	if s.token == "" {
+		return "local", "local user"
+	}
+	return FakeTokenID, FakeTokenName
+}
+
+// RequireToken makes every request need "Authorization: Bearer token", a
+// token named FakeTokenName.
 func (s *Server) RequireToken(token string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
