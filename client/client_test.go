@@ -14,17 +14,8 @@ import (
 
 	"github.com/drydockhq/drydock"
 	"github.com/drydockhq/drydock/client"
-	"github.com/drydockhq/drydock/client/clienttest"
 	"github.com/google/go-cmp/cmp"
 )
-
-func setup(t *testing.T) (*clienttest.Server, *client.Client) {
-	t.Helper()
-	srv := clienttest.NewServer()
-	t.Cleanup(srv.Close)
-	srv.RequireToken("ddk_test")
-	return srv, client.New(srv.URL, "ddk_test")
-}
 
 // apiJSON is a job as the API shows it, without the links, which each
 // test checks itself: what a client reads must be what the server holds.
