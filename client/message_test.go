@@ -200,3 +200,20 @@ func TestChangesNameWhoMadeThem(t *testing.T) {
 		}
 	})
 }
+
+// A job whose agent asks a question shows it until the job ends.
+func TestWaitingForEndsWithTheJob(t *testing.T) {
+	t.Parallel()
+	forEachServer(t, func(t *testing.T, srv apiServer, c *client.Client) {
+		j := srv.AddJob(t, drydock.JobSpec{Task: "t", Interactive: true}, time.Now())
+		srv.SetStatus(t, j.ID, drydock.StatusRunning, "")
+		srv.SetWaitingFor(t, j.ID, "Which port?")
+		if got, err := c.Job(t.Context(), j.ID); err != nil || got.WaitingFor != "Which port?" {
+			t.Errorf("waiting job: %+v, %v; want its question", got, err)
+		}
+		srv.SetStatus(t, j.ID, drydock.StatusComplete, "")
+		if got, err := c.Job(t.Context(), j.ID); err != nil || got.WaitingFor != "" {
+			t.Errorf("finished job still waits for %q (%v)", got.WaitingFor, err)
+		}
+	})
+}

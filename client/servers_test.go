@@ -51,6 +51,8 @@ type apiServer interface {
 	SetArchive(t *testing.T, id string, files map[string]string)
 	// SetDiff stores the diff of an archived job's workspace.
 	SetDiff(t *testing.T, id string, patch []byte)
+	// SetWaitingFor shows the question a running job's agent waits on.
+	SetWaitingFor(t *testing.T, id, question string)
 	// Job is the job as the server holds it, secrets included.
 	Job(t *testing.T, id string) *drydock.Job
 }
@@ -107,6 +109,7 @@ func (f fakeAPI) SetArchive(t *testing.T, id string, files map[string]string) {
 	f.Server.SetArtifact(id, "tar.gz", tarGz(t, files))
 	f.Server.SetArtifact(id, "zip", zipOf(t, files))
 }
+func (f fakeAPI) SetWaitingFor(_ *testing.T, id, q string)      { f.Server.SetWaitingFor(id, q) }
 func (f fakeAPI) SetDiff(_ *testing.T, id string, patch []byte) { f.Server.SetDiff(id, patch) }
 func (f fakeAPI) Job(_ *testing.T, id string) *drydock.Job      { return f.Server.Job(id) }
 
@@ -230,6 +233,13 @@ func (r *realAPI) SetDiff(t *testing.T, id string, patch []byte) {
 	t.Helper()
 	if _, err := r.artifacts.Put(t.Context(), drydock.DiffArtifactKey(id), bytes.NewReader(patch)); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func (r *realAPI) SetWaitingFor(t *testing.T, id, question string) {
+	t.Helper()
+	if err := r.store.SetWaitingFor(t.Context(), id, realOwner, question); err != nil {
+		t.Fatalf("waiting for of %s: %v", id, err)
 	}
 }
 

@@ -216,7 +216,8 @@ func (s *Server) SetStatus(id string, status drydock.JobStatus, errMsg string) {
 	case status == drydock.StatusRunning && j.StartedAt == nil:
 		j.StartedAt = &now
 	case status.Terminal():
-		j.FinishedAt = &now
+		// As the store's FinishJob: nobody is left to answer the question.
+		j.FinishedAt, j.WaitingFor = &now, ""
 	}
 	j.Status, j.Error = status, errMsg
 	data := map[string]any{"status": status}
