@@ -289,8 +289,11 @@ func TestCancel(t *testing.T) {
 		pending := srv.AddJob(t, drydock.JobSpec{Task: "p"}, time.Now())
 
 		j, err := c.Cancel(t.Context(), pending.ID)
-		if err != nil || j.Status != drydock.StatusCancelled {
-			t.Errorf("Cancel(pending) = %v, %v; want cancelled", j, err)
+		if err != nil || j.Status != drydock.StatusCancelled || j.FinishedAt == nil {
+			t.Errorf("Cancel(pending) = %v, %v; want cancelled, finished", j, err)
+		}
+		if p, err := c.Events(t.Context(), pending.ID, 0, 100); err != nil || len(p.Events) != 2 || !strings.Contains(string(p.Events[1].Data), `"cancelled"`) || !p.Done {
+			t.Errorf("a cancelled job's events: %+v, %v; want its status event, and done", p, err)
 		}
 		j, err = c.Cancel(t.Context(), running.ID)
 		if err != nil || j.Status != drydock.StatusRunning {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"net/http/httptest"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -24,7 +25,6 @@ import (
 	"github.com/drydockhq/drydock/store/sqlite"
 	"github.com/drydockhq/drydock/toolbox"
 	"github.com/drydockhq/drydock/watch"
-	"net/http/httptest"
 )
 
 // runningServer is the real server with its runner: the local runtime

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"log/slog"
+	"net/http/httptest"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -23,7 +24,6 @@ import (
 	"github.com/drydockhq/drydock/secretbox"
 	"github.com/drydockhq/drydock/store/sqlite"
 	"github.com/drydockhq/drydock/watch"
-	"net/http/httptest"
 )
 
 // apiServer is a server the client's behaviour tests run against, with
