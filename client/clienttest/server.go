@@ -354,7 +354,7 @@ func (s *Server) auth(next http.Handler) http.Handler {
 		// cross-site form or text/plain request cannot), and a POST
 		// without a body needs no type.
 		if r.ContentLength != 0 {
-			if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/json" {
+			if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/json" && (mt != "multipart/form-data" || !creates(r)) {
 				writeError(w, &drydock.Error{Code: drydock.EUNSUPPORTEDMEDIA, Message: fmt.Sprintf("send the request body as JSON (Content-Type: application/json), not %q", r.Header.Get("Content-Type"))})
 				return
 			}
@@ -384,24 +384,30 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 }
 
 func (s *Server) schedule(w http.ResponseWriter, r *http.Request) {
-	var req struct {
-		drydock.JobSpec
-		Prompt string `json:"prompt"`
-	}
+	var req createRequest
 	key := r.Header.Get("Idempotency-Key")
 	s.mu.Lock()
 	s.createKeys = append(s.createKeys, key)
 	s.mu.Unlock()
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			writeError(w, drydock.Errorf(drydock.ETOOLARGE, "body is larger than 1 MiB"))
+	var input int64 // the workspace archive's size, for a multipart creation
+	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt == "multipart/form-data" {
+		var err error
+		if req, input, err = readUpload(w, r); err != nil {
+			writeError(w, err)
 			return
 		}
-		writeError(w, drydock.Errorf(drydock.EINVALID, "bad job request: %v", err))
-		return
+	} else {
+		dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&req); err != nil {
+			var mbe *http.MaxBytesError
+			if errors.As(err, &mbe) {
+				writeError(w, drydock.Errorf(drydock.ETOOLARGE, "body is larger than 1 MiB"))
+				return
+			}
+			writeError(w, drydock.Errorf(drydock.EINVALID, "bad job request: %v", err))
+			return
+		}
 	}
 	spec := req.JobSpec
 	if spec.Task == "" {
@@ -419,13 +425,18 @@ func (s *Server) schedule(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	fp, _ := json.Marshal(spec)
+	fp, _ := json.Marshal(struct {
+		Spec  drydock.JobSpec
+		Input int64
+	}{spec, input})
 	s.mu.Lock()
 	var j *drydock.Job
 	rec, held := s.keys[key]
 	switch {
 	case key == "" || !held:
-		j = s.view(s.addLocked(spec, time.Now()))
+		stored := s.addLocked(spec, time.Now())
+		stored.InputSize = input
+		j = s.view(stored)
 		if key != "" {
 			s.keys[key] = idemRecord{spec: string(fp), id: j.ID}
 		}
