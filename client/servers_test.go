@@ -181,6 +181,9 @@ func (r *realAPI) SetStatus(t *testing.T, id string, status drydock.JobStatus, e
 	t.Helper()
 	ctx := t.Context()
 	j := r.Job(t, id)
+	if status == drydock.StatusPending && j.Status != drydock.StatusPending {
+		t.Fatalf("job %s is %s: a job never goes back to pending", id, j.Status)
+	}
 	if j.Status == drydock.StatusPending {
 		if status == drydock.StatusCancelled {
 			if _, err := r.store.CancelJob(ctx, id); err != nil {

@@ -1,6 +1,9 @@
 // Package clienttest runs an in-memory Drydock API server for tests of code
 // built on package client (the SDK's own tests and the CLI's). It implements
-// the job routes of docs/API.md over maps instead of a store and a runner:
+// the job routes of docs/API.md (creation with or without a workspace,
+// lists, events and streams, cancel, egress, messages and follow-ups,
+// pause, archives, diffs, trajectories) over maps instead of a store and a
+// runner:
 // tests drive the jobs' lifecycle themselves with SetStatus, Emit and
 // SetArtifact. It is a test double for clients, not a second server: the real
 // one lives in package api, and the client package's behaviour tests run
