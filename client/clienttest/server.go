@@ -3,12 +3,12 @@
 // the job routes of docs/API.md (creation with or without a workspace,
 // lists, events and streams, cancel, egress, messages and follow-ups,
 // pause, archives, diffs, trajectories) over maps instead of a store and a
-// runner:
-// tests drive the jobs' lifecycle themselves with SetStatus, Emit and
-// SetArtifact. It is a test double for clients, not a second server: the real
-// one lives in package api, and the client package's behaviour tests run
-// against both, so that where they disagree (links, ids, error answers,
-// follow-ups) a test fails and the fake is brought back to the real one.
+// runner: tests drive the jobs' lifecycle themselves with SetStatus, Emit
+// and SetArtifact. It is a test double for clients, not a second server:
+// the real one lives in package api, and the client package's behaviour
+// tests run against both, so that where they disagree (links, ids, error
+// answers, follow-ups) a test fails and the fake is brought back to the
+// real one.
 package clienttest
 
 import (
