@@ -7,27 +7,34 @@ import (
 
 	"github.com/drydockhq/drydock"
 	"github.com/drydockhq/drydock/client"
-	"github.com/drydockhq/drydock/client/clienttest"
 )
 
+// Diff returns the stored diff of an archived job; before the job started
+// it is a conflict, and an archived job without a diff (its starting point
+// was not recorded) is not found, with its diff_url still named.
 func TestDiffReturnsThePatch(t *testing.T) {
 	t.Parallel()
-	srv := clienttest.NewServer()
-	t.Cleanup(srv.Close)
-	j := srv.AddJob(drydock.JobSpec{Task: "t"}, time.Now())
-	c := client.New(srv.URL, "")
-	if _, err := c.Diff(t.Context(), j.ID); drydock.ErrorCode(err) != drydock.ECONFLICT {
-		t.Errorf("before a diff exists: %v", err)
-	}
-	patch := "diff --git a/x b/x\nnew file mode 100644\n"
-	srv.SetDiff(j.ID, []byte(patch))
-	d, err := c.Diff(t.Context(), j.ID)
-	if err != nil || string(d.Patch) != patch || d.Truncated {
-		t.Fatalf("diff: %+v %v", d, err)
-	}
-	if got, _ := c.Job(t.Context(), j.ID); got.DiffURL == "" {
-		t.Errorf("the job names no diff_url")
-	}
+	forEachServer(t, func(t *testing.T, srv apiServer, c *client.Client) {
+		j := srv.AddJob(t, drydock.JobSpec{Task: "t"}, time.Now())
+		if _, err := c.Diff(t.Context(), j.ID); drydock.ErrorCode(err) != drydock.ECONFLICT {
+			t.Errorf("before the job started: %v, want conflict", err)
+		}
+		srv.SetStatus(t, j.ID, drydock.StatusRunning, "")
+		srv.SetArchive(t, j.ID, map[string]string{"x": "x\n"})
+		srv.SetStatus(t, j.ID, drydock.StatusComplete, "")
+		if _, err := c.Diff(t.Context(), j.ID); drydock.ErrorCode(err) != drydock.ENOTFOUND {
+			t.Errorf("archived without a diff: %v, want not_found", err)
+		}
+		if got, _ := c.Job(t.Context(), j.ID); got.DiffURL != srv.URL()+"/v1/jobs/"+j.ID+"/diff" {
+			t.Errorf("an archived job's diff_url = %q", got.DiffURL)
+		}
+		patch := "diff --git a/x b/x\nnew file mode 100644\n"
+		srv.SetDiff(t, j.ID, []byte(patch))
+		d, err := c.Diff(t.Context(), j.ID)
+		if err != nil || string(d.Patch) != patch || d.Truncated {
+			t.Fatalf("diff: %+v %v", d, err)
+		}
+	})
 }
 
 // A page that is not a diff (a proxy's, or the web UI's index) is never

@@ -215,3 +215,26 @@ func TestScheduleInterruptedNamesTheKey(t *testing.T) {
 		t.Errorf("interrupted: %v; want a ScheduleError naming the key and wrapping context.Canceled", err)
 	}
 }
+
+// The same Idempotency-Key with the same spec gives the job it created,
+// on either server; with another spec it is refused.
+func TestScheduleUnderAKeyReplaysTheJob(t *testing.T) {
+	t.Parallel()
+	forEachServer(t, func(t *testing.T, srv apiServer, c *client.Client) {
+		key := client.NewIdempotencyKey()
+		first, err := c.Schedule(t.Context(), drydock.JobSpec{Task: "once"}, client.WithIdempotencyKey(key))
+		if err != nil {
+			t.Fatal(err)
+		}
+		again, err := c.Schedule(t.Context(), drydock.JobSpec{Task: "once"}, client.WithIdempotencyKey(key))
+		if err != nil || again.ID != first.ID {
+			t.Errorf("the same request again: %+v, %v; want job %s", again, err, first.ID)
+		}
+		if _, err := c.Schedule(t.Context(), drydock.JobSpec{Task: "another"}, client.WithIdempotencyKey(key)); drydock.ErrorCode(err) != drydock.EKEYREUSED {
+			t.Errorf("the key with another spec: %v, want %s", err, drydock.EKEYREUSED)
+		}
+		if p, err := c.Jobs(t.Context(), client.ListOptions{}); err != nil || len(p.Jobs) != 1 {
+			t.Errorf("jobs %v, %v; want one", p, err)
+		}
+	})
+}

@@ -1,12 +1,14 @@
 package client_test
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -36,55 +38,118 @@ func collect() (func(*drydock.Event) error, func() []*drydock.Event) {
 
 func TestStreamEventsLive(t *testing.T) {
 	t.Parallel()
-	srv, c := setup(t)
-	j := srv.AddJob(drydock.JobSpec{Task: "t"}, time.Now()) // 1
-	fn, got := collect()
-	done := make(chan error, 1)
-	go func() { done <- c.StreamEvents(t.Context(), j.ID, 0, fn) }()
+	forEachServer(t, func(t *testing.T, srv apiServer, c *client.Client) {
+		j := srv.AddJob(t, drydock.JobSpec{Task: "t"}, time.Now()) // 1
+		fn, got := collect()
+		done := make(chan error, 1)
+		go func() { done <- c.StreamEvents(t.Context(), j.ID, 0, fn) }()
 
-	srv.SetStatus(j.ID, drydock.StatusRunning, "")                                                                     // 2
-	srv.Emit(j.ID, drydock.EventToolCall, map[string]any{"name": "bash", "input": map[string]string{"command": "ls"}}) // 3
-	srv.SetStatus(j.ID, drydock.StatusComplete, "")                                                                    // 4
+		srv.SetStatus(t, j.ID, drydock.StatusRunning, "")                                                                     // 2
+		srv.Emit(t, j.ID, drydock.EventToolCall, map[string]any{"name": "bash", "input": map[string]string{"command": "ls"}}) // 3
+		srv.SetStatus(t, j.ID, drydock.StatusComplete, "")                                                                    // 4
 
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("StreamEvents: %v", err)
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("StreamEvents: %v", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("StreamEvents did not return after the job completed")
 		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("StreamEvents did not return after the job completed")
-	}
-	events := got()
-	if diff := cmp.Diff([]int64{1, 2, 3, 4}, seqs(events)); diff != "" {
-		t.Errorf("seqs (-want +got):\n%s", diff)
-	}
-	if events[2].Type != drydock.EventToolCall || events[2].JobID != j.ID || events[2].Time.IsZero() {
-		t.Errorf("event 3 = %+v", events[2])
+		events := got()
+		if diff := cmp.Diff([]int64{1, 2, 3, 4}, seqs(events)); diff != "" {
+			t.Fatalf("seqs (-want +got):\n%s", diff)
+		}
+		if events[2].Type != drydock.EventToolCall || events[2].JobID != j.ID || events[2].Time.IsZero() {
+			t.Errorf("event 3 = %+v", events[2])
+		}
+	})
+}
+
+// cuttingProxy stands in front of a server and cuts each of the next n
+// event streams after its first event (comments and retry hints pass), as a
+// flaky network would; it
+// records where every stream request asked to resume.
+func cuttingProxy(t *testing.T, upstream string, n int) (url string, resumes func() []string) {
+	t.Helper()
+	var mu sync.Mutex
+	var seen []string
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		req, _ := http.NewRequestWithContext(r.Context(), r.Method, upstream+r.URL.RequestURI(), nil)
+		req.Header = r.Header.Clone()
+		resume := r.Header.Get("Last-Event-ID")
+		if resume == "" {
+			resume = r.URL.Query().Get("after")
+		}
+		mu.Lock()
+		seen = append(seen, resume)
+		cut := n > 0
+		n--
+		mu.Unlock()
+		resp, err := http.DefaultTransport.RoundTrip(req)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		defer resp.Body.Close()
+		for k, v := range resp.Header {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(resp.StatusCode)
+		rc := http.NewResponseController(w)
+		br := bufio.NewReader(resp.Body)
+		event := false // the block read so far has an id: it is an event
+		for {
+			line, err := br.ReadString('\n')
+			io.WriteString(w, line)
+			if err != nil {
+				return
+			}
+			event = event || strings.HasPrefix(line, "id:")
+			if line == "\n" {
+				rc.Flush()
+				if cut && event {
+					if conn, _, err := rc.Hijack(); err == nil {
+						conn.Close()
+					}
+					return
+				}
+			}
+		}
+	}))
+	t.Cleanup(hs.Close)
+	return hs.URL, func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(seen)
 	}
 }
 
-func TestStreamEventsResumesWithLastEventID(t *testing.T) {
+// A stream cut by the network between client and server resumes where it
+// stopped, on either server: the first request asks from the caller's
+// position, the reconnection (after the server's retry hint) sends
+// Last-Event-ID, and the server starts after it.
+func TestStreamEventsResumeThroughACutNetwork(t *testing.T) {
 	t.Parallel()
-	srv, c := setup(t)
-	client.FastRetries(c, 10*time.Second)
-	j := srv.AddJob(drydock.JobSpec{Task: "t"}, time.Now())             // 1
-	srv.SetStatus(j.ID, drydock.StatusRunning, "")                      // 2
-	srv.Emit(j.ID, drydock.EventLog, map[string]string{"message": "a"}) // 3
-	srv.SetStatus(j.ID, drydock.StatusComplete, "")                     // 4
-	srv.DropStreams(3)
+	forEachServer(t, func(t *testing.T, srv apiServer, _ *client.Client) {
+		j := srv.AddJob(t, drydock.JobSpec{Task: "t"}, time.Now())             // 1
+		srv.SetStatus(t, j.ID, drydock.StatusRunning, "")                      // 2
+		srv.Emit(t, j.ID, drydock.EventLog, map[string]string{"message": "a"}) // 3
+		srv.SetStatus(t, j.ID, drydock.StatusComplete, "")                     // 4
+		url, resumes := cuttingProxy(t, srv.URL(), 1)
+		c := client.FastRetries(client.New(url, srv.Token()), 10*time.Second)
 
-	fn, got := collect()
-	if err := c.StreamEvents(t.Context(), j.ID, 1, fn); err != nil {
-		t.Fatalf("StreamEvents: %v", err)
-	}
-	if diff := cmp.Diff([]int64{2, 3, 4}, seqs(got())); diff != "" {
-		t.Errorf("seqs (-want +got):\n%s", diff)
-	}
-	// The first request resumes from the caller's position, each reconnect
-	// from the last event delivered.
-	if diff := cmp.Diff([]string{"1", "2", "3", "4"}, srv.StreamResumes()); diff != "" {
-		t.Errorf("resume positions (-want +got):\n%s", diff)
-	}
+		fn, got := collect()
+		if err := c.StreamEvents(t.Context(), j.ID, 1, fn); err != nil {
+			t.Fatalf("StreamEvents: %v", err)
+		}
+		if diff := cmp.Diff([]int64{2, 3, 4}, seqs(got())); diff != "" {
+			t.Errorf("seqs (-want +got):\n%s", diff)
+		}
+		if diff := cmp.Diff([]string{"1", "2"}, resumes()); diff != "" {
+			t.Errorf("resume positions (-want +got):\n%s", diff)
+		}
+	})
 }
 
 // sseHandler serves one scripted answer per connection; connections beyond
@@ -204,33 +269,33 @@ func TestStreamEventsReconnectsASilentConnection(t *testing.T) {
 
 func TestStreamEventsErrors(t *testing.T) {
 	t.Parallel()
-	srv, c := setup(t)
-	client.FastRetries(c, 10*time.Second)
 	fn, _ := collect()
+	forEachServer(t, func(t *testing.T, srv apiServer, c *client.Client) {
+		client.FastRetries(c, 10*time.Second)
+		if err := c.StreamEvents(t.Context(), "nope", 0, fn); drydock.ErrorCode(err) != drydock.ENOTFOUND {
+			t.Errorf("unknown job: %v, want not_found", err)
+		}
 
-	if err := c.StreamEvents(t.Context(), "nope", 0, fn); drydock.ErrorCode(err) != drydock.ENOTFOUND {
-		t.Errorf("unknown job: %v, want not_found", err)
-	}
+		j := srv.AddJob(t, drydock.JobSpec{Task: "t"}, time.Now())
+		stop := errors.New("seen enough")
+		err := c.StreamEvents(t.Context(), j.ID, 0, func(*drydock.Event) error { return stop })
+		if err != stop {
+			t.Errorf("fn's error: StreamEvents returned %v, want it unchanged", err)
+		}
 
-	j := srv.AddJob(drydock.JobSpec{Task: "t"}, time.Now())
-	stop := errors.New("seen enough")
-	err := c.StreamEvents(t.Context(), j.ID, 0, func(*drydock.Event) error { return stop })
-	if err != stop {
-		t.Errorf("fn's error: StreamEvents returned %v, want it unchanged", err)
-	}
-
-	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
-	defer cancel()
-	err = c.StreamEvents(ctx, j.ID, 0, fn)
-	if !errors.Is(err, context.DeadlineExceeded) {
-		t.Errorf("ctx ended: %v, want DeadlineExceeded", err)
-	}
+		ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+		defer cancel()
+		err = c.StreamEvents(ctx, j.ID, 0, fn)
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("ctx ended: %v, want DeadlineExceeded", err)
+		}
+	})
 
 	plain := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprint(w, `{"events": []}`)
 	}))
 	t.Cleanup(plain.Close)
-	err = client.New(plain.URL, "").StreamEvents(t.Context(), "j1", 0, fn)
+	err := client.New(plain.URL, "").StreamEvents(t.Context(), "j1", 0, fn)
 	if drydock.ErrorCode(err) != drydock.ENOTIMPLEMENTED {
 		t.Errorf("JSON instead of a stream: %v, want not_implemented", err)
 	}
@@ -273,29 +338,32 @@ func TestStreamEventsRidesOutAServerRestart(t *testing.T) {
 
 func TestWait(t *testing.T) {
 	t.Parallel()
-	srv, c := setup(t)
-	j := srv.AddJob(drydock.JobSpec{Task: "t"}, time.Now())
-	go func() {
-		time.Sleep(20 * time.Millisecond)
-		srv.SetStatus(j.ID, drydock.StatusRunning, "")
-		srv.SetArtifact(j.ID, "tar.gz", []byte("x"))
-		srv.SetStatus(j.ID, drydock.StatusError, "model refused")
-	}()
-	got, err := c.Wait(t.Context(), j.ID)
-	if err != nil {
-		t.Fatalf("Wait: %v", err)
-	}
-	if got.Status != drydock.StatusError || got.Error != "model refused" || got.DownloadURL == "" {
-		t.Errorf("Wait = %+v, want error status, its message and a download URL", got)
-	}
+	forEachServer(t, func(t *testing.T, srv apiServer, c *client.Client) {
+		j := srv.AddJob(t, drydock.JobSpec{Task: "t"}, time.Now())
+		go func() {
+			time.Sleep(20 * time.Millisecond)
+			srv.SetStatus(t, j.ID, drydock.StatusRunning, "")
+			srv.SetArchive(t, j.ID, map[string]string{"x": "x"})
+			srv.SetStatus(t, j.ID, drydock.StatusError, "model refused")
+		}()
+		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+		defer cancel()
+		got, err := c.Wait(ctx, j.ID)
+		if err != nil {
+			t.Fatalf("Wait: %v", err)
+		}
+		if got.Status != drydock.StatusError || got.Error != "model refused" || got.DownloadURL == "" {
+			t.Errorf("Wait = %+v, want error status, its message and a download URL", got)
+		}
 
-	// Already finished: no stream needed.
-	if got, err := c.Wait(t.Context(), j.ID); err != nil || got.Status != drydock.StatusError {
-		t.Errorf("second Wait = %v, %v", got, err)
-	}
-	if _, err := c.Wait(t.Context(), "nope"); drydock.ErrorCode(err) != drydock.ENOTFOUND {
-		t.Errorf("Wait(nope) = %v, want not_found", err)
-	}
+		// Already finished: no stream needed.
+		if got, err := c.Wait(t.Context(), j.ID); err != nil || got.Status != drydock.StatusError {
+			t.Errorf("second Wait = %v, %v", got, err)
+		}
+		if _, err := c.Wait(t.Context(), "nope"); drydock.ErrorCode(err) != drydock.ENOTFOUND {
+			t.Errorf("Wait(nope) = %v, want not_found", err)
+		}
+	})
 }
 
 func TestWaitFallsBackToPolling(t *testing.T) {
@@ -324,4 +392,26 @@ func TestWaitFallsBackToPolling(t *testing.T) {
 	if polls.Load() != 4 {
 		t.Errorf("%d polls, want 4", polls.Load())
 	}
+}
+
+// Both servers open a stream with the same reconnection hint, which the
+// client honours after a cut: a fake without it would let the CLI's tests
+// reconnect sooner than a real server allows.
+func TestStreamsOpenWithARetryHint(t *testing.T) {
+	t.Parallel()
+	forEachServer(t, func(t *testing.T, srv apiServer, _ *client.Client) {
+		j := srv.AddJob(t, drydock.JobSpec{Task: "t"}, time.Now())
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, srv.URL()+"/v1/jobs/"+j.ID+"/events", nil)
+		req.Header.Set("Accept", "text/event-stream")
+		req.Header.Set("Authorization", "Bearer "+srv.Token())
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		first, err := bufio.NewReader(resp.Body).ReadString('\n')
+		if err != nil || first != "retry: 2000\n" || resp.Header.Get("Content-Type") != "text/event-stream" {
+			t.Errorf("stream opened %q (%v) as %q; want retry: 2000 as text/event-stream", first, err, resp.Header.Get("Content-Type"))
+		}
+	})
 }

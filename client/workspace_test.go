@@ -65,3 +65,32 @@ func TestScheduleWithABrokenWorkspaceIsNotRetried(t *testing.T) {
 type errReader struct{ err error }
 
 func (e errReader) Read([]byte) (int, error) { return 0, e.err }
+
+// A job created with a workspace carries it (input_size) on either server;
+// an archive that is not one is refused and creates nothing.
+func TestScheduleWithWorkspace(t *testing.T) {
+	t.Parallel()
+	forEachServer(t, func(t *testing.T, srv apiServer, c *client.Client) {
+		dir := t.TempDir()
+		writeTree(t, dir, map[string]string{"main.go": "package main\n", "README.md": "# hi\n"})
+		j, err := c.Schedule(t.Context(), drydock.JobSpec{Task: "fix it"}, client.WithWorkspace(client.WorkspaceDir(dir, client.PackOptions{})))
+		if err != nil {
+			t.Fatalf("Schedule: %v", err)
+		}
+		if j.Task != "fix it" || j.InputSize == 0 || j.Status != drydock.StatusPending {
+			t.Errorf("job %+v; want the task, pending, with its input's size", j)
+		}
+		got, err := c.Job(t.Context(), j.ID)
+		if err != nil || got.InputSize != j.InputSize {
+			t.Errorf("Job: %+v, %v; want input_size %d", got, err, j.InputSize)
+		}
+
+		bad := func() (io.ReadCloser, error) { return io.NopCloser(strings.NewReader("not an archive")), nil }
+		if _, err := c.Schedule(t.Context(), drydock.JobSpec{Task: "x"}, client.WithWorkspace(bad)); drydock.ErrorCode(err) != drydock.EUNSUPPORTEDMEDIA {
+			t.Errorf("a workspace that is no archive: %v, want unsupported_media_type", err)
+		}
+		if p, err := c.Jobs(t.Context(), client.ListOptions{}); err != nil || len(p.Jobs) != 1 {
+			t.Errorf("jobs %v, %v; want only the first", p, err)
+		}
+	})
+}

@@ -23,6 +23,7 @@ type log struct {
 	mu     sync.Mutex
 	events []*drydock.Event
 	steps  int
+	usage  drydock.Usage // the last usage reported with progress
 }
 
 func (l *log) Emit(_ context.Context, typ drydock.EventType, data any) error {

@@ -8,7 +8,7 @@ import (
 )
 
 // pauseOp serves POST /v1/jobs/{id}/pause and /resume with the store's own
-// rule (drydock.ApplyPause), as "fake".
+// rule (drydock.ApplyPause), by the principal's name.
 func (s *Server) pauseOp(op drydock.PauseOp) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
@@ -17,7 +17,8 @@ func (s *Server) pauseOp(op drydock.PauseOp) http.HandlerFunc {
 		if !ok {
 			return
 		}
-		recs, err := drydock.ApplyPause(j, drydock.PauseChange{Op: op, By: "fake"}, time.Now())
+		_, name := s.principal()
+		recs, err := drydock.ApplyPause(j, drydock.PauseChange{Op: op, By: name}, time.Now())
 		if err != nil {
 			writeError(w, err)
 			return

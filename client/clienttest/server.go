@@ -1,9 +1,14 @@
 // Package clienttest runs an in-memory Drydock API server for tests of code
 // built on package client (the SDK's own tests and the CLI's). It implements
-// the job routes of docs/API.md over maps instead of a store and a runner:
-// tests drive the jobs' lifecycle themselves with SetStatus, Emit and
-// SetArtifact. It is a test double for clients, not a second server: the real
-// one lives in package api.
+// the job routes of docs/API.md (creation with or without a workspace,
+// lists, events and streams, cancel, egress, messages and follow-ups,
+// pause, archives, diffs, trajectories) over maps instead of a store and a
+// runner: tests drive the jobs' lifecycle themselves with SetStatus, Emit
+// and SetArtifact. It is a test double for clients, not a second server:
+// the real one lives in package api, and the client package's behaviour
+// tests run against both, so that where they disagree (links, ids, error
+// answers, follow-ups) a test fails and the fake is brought back to the
+// real one.
 package clienttest
 
 import (
@@ -19,6 +24,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/drydockhq/drydock"
 )
@@ -38,7 +45,6 @@ type Server struct {
 	events    map[string][]*drydock.Event
 	artifacts map[string]map[string][]byte // id -> format -> bytes
 	diffs     map[string][]byte
-	nextID    int
 	drops     int      // upcoming streams to cut after their first event
 	streamIDs []string // Last-Event-ID (or after) of every stream request
 	ping      time.Duration
@@ -81,10 +87,8 @@ func NewServer() *Server {
 	mux.HandleFunc("GET /v1/jobs/{id}/artifact.tar.gz", s.artifact("tar.gz"))
 	mux.HandleFunc("GET /v1/jobs/{id}/artifact.zip", s.artifact("zip"))
 	mux.HandleFunc("GET /v1/jobs/{id}/diff", s.diff)
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, drydock.Errorf(drydock.ENOTFOUND, "no route %s %s", r.Method, r.URL.Path))
-	})
-	s.srv = httptest.NewServer(s.auth(mux))
+	mux.HandleFunc("GET /v1/jobs/{id}/trajectory", s.trajectory)
+	s.srv = httptest.NewServer(s.auth(jsonMuxErrors(mux)))
 	s.URL = s.srv.URL
 	return s
 }
@@ -95,7 +99,24 @@ func (s *Server) Close() {
 	s.srv.Close()
 }
 
-// RequireToken makes every request need "Authorization: Bearer token".
+// The principal changes are recorded as made by: development mode's
+// without a token, a token's (FakeTokenID, FakeTokenName) with one, as the
+// real server names them.
+const (
+	FakeTokenID   = "tok_clienttest"
+	FakeTokenName = "clienttest"
+)
+
+// principal is the id and name of who makes the requests.
+func (s *Server) principal() (id, name string) {
+	if s.token == "" {
+		return "local", "local user"
+	}
+	return FakeTokenID, FakeTokenName
+}
+
+// RequireToken makes every request need "Authorization: Bearer token", a
+// token named FakeTokenName.
 func (s *Server) RequireToken(token string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -165,12 +186,13 @@ func (s *Server) AddJob(spec drydock.JobSpec, created time.Time) *drydock.Job {
 }
 
 func (s *Server) addLocked(spec drydock.JobSpec, created time.Time) *drydock.Job {
-	s.nextID++
 	if spec.Profile == "" {
 		spec.Profile = drydock.ProfileHeadless
 	}
+	// Ids are UUIDv7s, as the real server's, since the API refuses
+	// anything else as a job id.
 	j := &drydock.Job{
-		ID:        fmt.Sprintf("job%04d", s.nextID),
+		ID:        uuid.Must(uuid.NewV7()).String(),
 		Status:    drydock.StatusPending,
 		CreatedAt: created.UTC(),
 		JobSpec:   spec,
@@ -197,7 +219,8 @@ func (s *Server) SetStatus(id string, status drydock.JobStatus, errMsg string) {
 	case status == drydock.StatusRunning && j.StartedAt == nil:
 		j.StartedAt = &now
 	case status.Terminal():
-		j.FinishedAt = &now
+		// As the store's FinishJob: nobody is left to answer the question.
+		j.FinishedAt, j.WaitingFor = &now, ""
 	}
 	j.Status, j.Error = status, errMsg
 	data := map[string]any{"status": status}
@@ -246,7 +269,8 @@ func (s *Server) SetArtifact(id, format string, data []byte) {
 }
 
 // SetDiff makes a job's workspace diff available, as GET
-// /v1/jobs/{id}/diff gives it.
+// /v1/jobs/{id}/diff gives it: a running job's live diff or an archived
+// job's stored one, in whatever state the test left the job.
 func (s *Server) SetDiff(id string, patch []byte) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -267,12 +291,28 @@ func (s *Server) diff(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if data == nil {
-		writeError(w, drydock.Errorf(drydock.ECONFLICT, "job %s has no diff yet", j.ID))
+		writeError(w, s.noDiff(j))
 		return
 	}
 	w.Header().Set("Content-Type", "text/x-diff; charset=utf-8")
 	w.Header().Set("Content-Length", strconv.Itoa(len(data)))
 	w.Write(data)
+}
+
+// noDiff is the real server's answer for a job without a diff: it serves
+// the stored diff of an archived job, and a live one only from a running
+// job's sandbox, which the fake has not.
+func (s *Server) noDiff(j *drydock.Job) error {
+	switch {
+	case len(s.artifacts[j.ID]) > 0:
+		return drydock.Errorf(drydock.ENOTFOUND, "job %s has no stored diff: its starting point was not recorded or the diff failed (see its events); its archive is at artifact.zip", j.ID)
+	case j.Status.Terminal():
+		return drydock.Errorf(drydock.ENOTFOUND, "job %s ended without an archived workspace to diff", j.ID)
+	case j.Status == drydock.StatusPending:
+		return drydock.Errorf(drydock.ECONFLICT, "job %s has not started yet; it has no workspace to diff", j.ID)
+	default:
+		return drydock.Errorf(drydock.ECONFLICT, "job %s is %s; this server reads its workspace once it is archived", j.ID, j.Status)
+	}
 }
 
 // mustJob returns a job the test said exists; a wrong id is a bug in the
@@ -293,18 +333,20 @@ func (s *Server) bump() {
 // view is the job as the API shows it: a copy with its links.
 func (s *Server) view(j *drydock.Job) *drydock.Job {
 	v := *j
-	v.StatusURL = s.URL + "/v1/jobs/" + j.ID
-	v.EventsURL = v.StatusURL + "/events"
+	// The links are the real server's (api's decorate).
+	job := s.URL + "/v1/jobs/" + j.ID
+	v.StatusURL = s.URL + "/status/" + j.ID
+	v.EventsURL = job + "/events"
 	if j.Profile == drydock.ProfileDesktop {
-		v.VNCURL = v.StatusURL + "/vnc"
+		v.VNCURL = s.URL + "/jobs/" + j.ID + "/desktop"
 	}
 	if len(s.artifacts[j.ID]) > 0 {
-		v.DownloadURL = v.StatusURL + "/artifact.zip"
+		v.DownloadURL = job + "/artifact.zip"
 		v.Result = v.DownloadURL
-		v.DownloadURLTar = v.StatusURL + "/artifact.tar.gz"
+		v.DownloadURLTar = job + "/artifact.tar.gz"
 	}
-	if s.diffs[j.ID] != nil {
-		v.DiffURL = v.StatusURL + "/diff"
+	if s.diffs[j.ID] != nil || len(s.artifacts[j.ID]) > 0 {
+		v.DiffURL = job + "/diff"
 	}
 	return &v
 }
@@ -315,8 +357,8 @@ func (s *Server) auth(next http.Handler) http.Handler {
 		// cross-site form or text/plain request cannot), and a POST
 		// without a body needs no type.
 		if r.ContentLength != 0 {
-			if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/json" {
-				writeError(w, &drydock.Error{Code: "unsupported_media_type", Message: fmt.Sprintf("send the request body as JSON (Content-Type: application/json), not %q", r.Header.Get("Content-Type"))})
+			if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/json" && (mt != "multipart/form-data" || !creates(r)) {
+				writeError(w, &drydock.Error{Code: drydock.EUNSUPPORTEDMEDIA, Message: fmt.Sprintf("send the request body as JSON (Content-Type: application/json), not %q", r.Header.Get("Content-Type"))})
 				return
 			}
 		}
@@ -331,26 +373,11 @@ func (s *Server) auth(next http.Handler) http.Handler {
 	})
 }
 
-var statusOf = map[string]int{
-	drydock.EINVALID:         http.StatusBadRequest,
-	drydock.EUNAUTHORIZED:    http.StatusUnauthorized,
-	drydock.EFORBIDDEN:       http.StatusForbidden,
-	drydock.ENOTFOUND:        http.StatusNotFound,
-	drydock.ECONFLICT:        http.StatusConflict,
-	drydock.EKEYREUSED:       http.StatusUnprocessableEntity,
-	drydock.ETOOLARGE:        http.StatusRequestEntityTooLarge,
-	"unsupported_media_type": http.StatusUnsupportedMediaType,
-	drydock.EUNAVAILABLE:     http.StatusServiceUnavailable,
-	drydock.ENOTIMPLEMENTED:  http.StatusNotImplemented,
-}
-
+// writeError answers err as the real server does: the one table from code
+// to status, and the one error body.
 func writeError(w http.ResponseWriter, err error) {
 	code := drydock.ErrorCode(err)
-	st, ok := statusOf[code]
-	if !ok {
-		st = http.StatusInternalServerError
-	}
-	writeJSON(w, st, map[string]any{"error": map[string]string{"code": code, "message": drydock.ErrorMessage(err)}})
+	writeJSON(w, drydock.HTTPStatus(code), drydock.ErrorBody{Error: drydock.ErrorDetail{Code: code, Message: drydock.ErrorMessage(err)}})
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -360,24 +387,30 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 }
 
 func (s *Server) schedule(w http.ResponseWriter, r *http.Request) {
-	var req struct {
-		drydock.JobSpec
-		Prompt string `json:"prompt"`
-	}
+	var req createRequest
 	key := r.Header.Get("Idempotency-Key")
 	s.mu.Lock()
 	s.createKeys = append(s.createKeys, key)
 	s.mu.Unlock()
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			writeError(w, drydock.Errorf(drydock.ETOOLARGE, "body is larger than 1 MiB"))
+	var input int64 // the workspace archive's size, for a multipart creation
+	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt == "multipart/form-data" {
+		var err error
+		if req, input, err = readUpload(w, r); err != nil {
+			writeError(w, err)
 			return
 		}
-		writeError(w, drydock.Errorf(drydock.EINVALID, "bad job request: %v", err))
-		return
+	} else {
+		dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&req); err != nil {
+			var mbe *http.MaxBytesError
+			if errors.As(err, &mbe) {
+				writeError(w, drydock.Errorf(drydock.ETOOLARGE, "body is larger than 1 MiB"))
+				return
+			}
+			writeError(w, drydock.Errorf(drydock.EINVALID, "bad job request: %v", err))
+			return
+		}
 	}
 	spec := req.JobSpec
 	if spec.Task == "" {
@@ -395,13 +428,18 @@ func (s *Server) schedule(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	fp, _ := json.Marshal(spec)
+	fp, _ := json.Marshal(struct {
+		Spec  drydock.JobSpec
+		Input int64
+	}{spec, input})
 	s.mu.Lock()
 	var j *drydock.Job
 	rec, held := s.keys[key]
 	switch {
 	case key == "" || !held:
-		j = s.view(s.addLocked(spec, time.Now()))
+		stored := s.addLocked(spec, time.Now())
+		stored.InputSize = input
+		j = s.view(stored)
 		if key != "" {
 			s.keys[key] = idemRecord{spec: string(fp), id: j.ID}
 		}
@@ -440,9 +478,16 @@ func unquoteKey(v string) string {
 }
 
 func (s *Server) lookup(w http.ResponseWriter, r *http.Request) (*drydock.Job, bool) {
-	j, ok := s.jobs[r.PathValue("id")]
-	if !ok {
-		writeError(w, drydock.Errorf(drydock.ENOTFOUND, "job %s not found", r.PathValue("id")))
+	id := r.PathValue("id")
+	j, ok := s.jobs[id]
+	switch {
+	case ok:
+	case uuid.Validate(id) != nil:
+		// As the real server: what is not a job id is quoted, since it
+		// may hold anything.
+		writeError(w, drydock.Errorf(drydock.ENOTFOUND, "job %q not found", id))
+	default:
+		writeError(w, drydock.Errorf(drydock.ENOTFOUND, "job %s not found", id))
 	}
 	return j, ok
 }
@@ -451,7 +496,15 @@ func (s *Server) job(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if j, ok := s.lookup(w, r); ok {
-		writeJSON(w, http.StatusOK, s.view(j))
+		v := s.view(j)
+		// As the real server: one job's answer lists its follow-ups,
+		// oldest first (lists do not).
+		for _, id := range s.order {
+			if s.jobs[id].ParentJobID == j.ID {
+				v.FollowUps = append(v.FollowUps, id)
+			}
+		}
+		writeJSON(w, http.StatusOK, v)
 	}
 }
 
@@ -483,10 +536,24 @@ func intParam(r *http.Request, name string, def, lo, hi int64) (int64, error) {
 }
 
 func (s *Server) list(w http.ResponseWriter, r *http.Request) {
+	if !onlyParams(w, r, "status", "limit", "cursor", "metadata") {
+		return
+	}
 	limit, err := intParam(r, "limit", 50, 1, 500)
 	if err != nil {
 		writeError(w, err)
 		return
+	}
+	// As the real server: every metadata=KEY=VALUE pair must be in a
+	// job's metadata for it to be listed.
+	meta := map[string]string{}
+	for _, p := range r.URL.Query()["metadata"] {
+		k, v, ok := strings.Cut(p, "=")
+		if !ok || k == "" {
+			writeError(w, drydock.Errorf(drydock.EINVALID, "metadata filter %q: give metadata=KEY=VALUE", p))
+			return
+		}
+		meta[k] = v
 	}
 	var want []drydock.JobStatus
 	for _, v := range r.URL.Query()["status"] {
@@ -512,7 +579,7 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 	var matched []*drydock.Job
 	for _, id := range slices.Backward(s.order) {
 		j := s.jobs[id]
-		if len(want) == 0 || slices.Contains(want, j.Status) {
+		if (len(want) == 0 || slices.Contains(want, j.Status)) && hasMetadata(j, meta) {
 			matched = append(matched, s.view(j))
 		}
 	}
@@ -530,7 +597,19 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, page)
 }
 
+func hasMetadata(j *drydock.Job, want map[string]string) bool {
+	for k, v := range want {
+		if got, ok := j.Metadata[k]; !ok || got != v {
+			return false
+		}
+	}
+	return true
+}
+
 func (s *Server) eventsHandler(w http.ResponseWriter, r *http.Request) {
+	if !onlyParams(w, r, "after", "limit", "stream") {
+		return
+	}
 	if strings.Contains(r.Header.Get("Accept"), "text/event-stream") || r.URL.Query().Get("stream") == "true" {
 		s.stream(w, r)
 		return
@@ -594,7 +673,11 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
+	w.Header().Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
+	// As the real server: reconnect no sooner than 2 s, which clients
+	// honour after a cut.
+	_, _ = io.WriteString(w, "retry: 2000\n\n")
 	fl := http.NewResponseController(w)
 	_ = fl.Flush()
 	ping := time.NewTicker(s.ping)
@@ -658,8 +741,12 @@ func (s *Server) artifact(format string) http.HandlerFunc {
 			return
 		}
 		id := r.PathValue("id")
-		if data == nil {
-			writeError(w, drydock.Errorf(drydock.ECONFLICT, "job %s has no archived workspace yet (status %s)", id, status))
+		switch {
+		case data == nil && status.Terminal():
+			writeError(w, drydock.Errorf(drydock.ENOTFOUND, "job %s ended without an archived workspace", id))
+			return
+		case data == nil:
+			writeError(w, drydock.Errorf(drydock.ECONFLICT, "job %s is %s; its workspace is archived when it ends", id, status))
 			return
 		}
 		ct := "application/gzip"

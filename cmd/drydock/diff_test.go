@@ -76,7 +76,7 @@ func TestDiffCommandBeforeTheJobHasOne(t *testing.T) {
 	srv, newRun := setupFake(t)
 	j := srv.AddJob(drydock.JobSpec{Task: "t"}, time.Now())
 	err := newRun().exec("diff", j.ID)
-	if err == nil || !strings.Contains(err.Error(), "has no diff yet") {
+	if err == nil || !strings.Contains(err.Error(), "has not started yet") {
 		t.Errorf("error = %v", err)
 	}
 	empty := srv.AddJob(drydock.JobSpec{Task: "t"}, time.Now())

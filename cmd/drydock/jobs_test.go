@@ -27,7 +27,7 @@ func TestJobsTable(t *testing.T) {
 	}
 	lines := strings.Split(strings.TrimRight(r.out.String(), "\n"), "\n")
 	want := []string{
-		"ID       STATUS   AGE  STEPS  COST   TASK",
+		fmt.Sprintf("%-*s  STATUS   AGE  STEPS  COST   TASK", len(a.ID), "ID"),
 		b.ID + "  running  1m   12     $1.50  " + strings.Repeat("long task ", 6)[:59] + "…",
 		a.ID + "  pending  3h   0      -      Write a haiku …",
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/drydockhq/drydock"
+	"github.com/drydockhq/drydock/client/clienttest"
 )
 
 func TestPauseAndResumeCommands(t *testing.T) {
@@ -21,7 +22,7 @@ func TestPauseAndResumeCommands(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "nothing to pause") {
 		t.Errorf("error = %v; want the finished job's refusal", err)
 	}
-	if got := r.out.String(); !strings.HasPrefix(got, "Job "+running.ID+" is paused (by fake since ") || !strings.Contains(got, "Resume with: drydock resume "+running.ID) {
+	if got := r.out.String(); !strings.HasPrefix(got, "Job "+running.ID+" is paused (by "+clienttest.FakeTokenName+" since ") || !strings.Contains(got, "Resume with: drydock resume "+running.ID) {
 		t.Errorf("pause output: %q", got)
 	}
 	if !srv.Job(running.ID).Paused {
@@ -29,7 +30,7 @@ func TestPauseAndResumeCommands(t *testing.T) {
 	}
 
 	r = newRun()
-	if err := r.exec("status", running.ID); err != nil || !strings.Contains(r.out.String(), "Paused:  yes, by fake (for ") {
+	if err := r.exec("status", running.ID); err != nil || !strings.Contains(r.out.String(), "Paused:  yes, by "+clienttest.FakeTokenName+" (for ") {
 		t.Errorf("status of a paused job: %v\n%s", err, r.out.String())
 	}
 

@@ -36,7 +36,7 @@ func TestScheduleSendsEveryFlag(t *testing.T) {
 	if diff := cmp.Diff(want, j.JobSpec); diff != "" {
 		t.Errorf("spec (-want +server):\n%s", diff)
 	}
-	mustContain(t, "stderr", r.err.String(), "Status: "+srv.URL+"/v1/jobs/"+id, "drydock logs "+id+" -f")
+	mustContain(t, "stderr", r.err.String(), "Status: "+srv.URL+"/status/"+id, "drydock logs "+id+" -f")
 }
 
 // Without --egress the job gets the server's default (no list is sent);
@@ -156,7 +156,7 @@ func TestScheduleFollow(t *testing.T) {
 	}
 	out := r.out.String()
 	mustContain(t, "output", out,
-		"Scheduled job "+id+"  ("+srv.URL+"/v1/jobs/"+id+")",
+		"Scheduled job "+id+"  ("+srv.URL+"/status/"+id+")",
 		"status   pending", "status   running",
 		"think    I will list the files.",
 		"tool     bash $ ls -la /workspace",

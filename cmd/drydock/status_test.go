@@ -32,7 +32,7 @@ func TestStatusCommand(t *testing.T) {
 		"Steps:    4\n",
 		"Usage:    12,345 in / 678 out tokens, $0.0040\n",
 		"Metadata: a=1, team=docs\n",
-		"Desktop:  " + srv.URL + "/v1/jobs/" + j.ID + "/vnc\n",
+		"Desktop:  " + srv.URL + "/jobs/" + j.ID + "/desktop\n",
 	}
 	mustContain(t, "status", r.out.String(), want...)
 	for _, absent := range []string{"Finished:", "Error:", "Download:"} {

@@ -28,7 +28,9 @@
 // command.
 //
 // Run(t, factory) is the conformance suite: each provider's tests call it
-// with a function that builds the provider against a given server.
+// with a function that builds the provider against a given server. Every
+// suite here runs one parallel subtest per behaviour, each a small method
+// with a scripted server of its own, so a failure names the behaviour.
 // RunAnthropicNative adds Anthropic's own dialect: the server checks
 // built-in tools (name, beta flag, display size) and the thinking option,
 // signs the thinking blocks a Turn plays, and refuses with 400, like the
