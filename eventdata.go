@@ -30,7 +30,7 @@ type StatusEvent struct {
 // and which of the other fields it carries. Notice marks notes the agent's
 // model reads too, where the note stands in the log.
 type LogEvent struct {
-	Level   string `json:"level,omitempty"` // info, warn or error
+	Level   string `json:"level"` // info, warn or error
 	Message string `json:"message"`
 	Notice  bool   `json:"notice,omitempty"`
 	Kind    string `json:"kind,omitempty"`
@@ -92,12 +92,12 @@ type LogEvent struct {
 }
 
 // EgressNote is the egress part of a LogEvent: a changed allowlist (List,
-// Added, Removed, By) or a refused connection (Dest, Status, Reason,
-// NotRecorded).
+// present even when empty, which allows nothing; Added, Removed, By) or a
+// refused connection (Dest, Status, Reason, NotRecorded).
 type EgressNote struct {
-	List    []string `json:"list,omitempty"`
-	Added   []string `json:"added,omitempty"`
-	Removed []string `json:"removed,omitempty"`
+	List    []string `json:"list,omitzero"`
+	Added   []string `json:"added,omitzero"`
+	Removed []string `json:"removed,omitzero"`
 	By      string   `json:"by,omitempty"`
 
 	Dest   string `json:"dest,omitempty"`
@@ -110,7 +110,7 @@ type EgressNote struct {
 
 // ModelEvent is the data of an EventModel event: one model turn.
 type ModelEvent struct {
-	Step  int    `json:"step,omitempty"`
+	Step  int    `json:"step"`
 	Model string `json:"model,omitempty"`
 	// Thinking and State are the provider's own record of the turn
 	// (reasoning blocks, opaque continuation state), sent back unchanged
@@ -134,7 +134,7 @@ type ModelToolCall struct {
 
 // ToolCallEvent is the data of an EventToolCall event.
 type ToolCallEvent struct {
-	Step  int             `json:"step,omitempty"`
+	Step  int             `json:"step"`
 	ID    string          `json:"id"`
 	Name  string          `json:"name"`
 	Input json.RawMessage `json:"input"`
@@ -143,7 +143,7 @@ type ToolCallEvent struct {
 // ObservationEvent is the data of an EventObservation event: what a tool
 // call returned, as the model read it.
 type ObservationEvent struct {
-	Step    int    `json:"step,omitempty"`
+	Step    int    `json:"step"`
 	ID      string `json:"id"`
 	Name    string `json:"name"`
 	Output  string `json:"output"`
@@ -154,11 +154,10 @@ type ObservationEvent struct {
 	// Output was truncated.
 	OutputPath string `json:"output_path,omitempty"`
 	Truncated  bool   `json:"truncated,omitempty"`
-	// Summary is a short gist of the output, shown in its place once the
-	// observation is masked out of the prompt.
+	// Summary is set on the observation of a successful finish call.
 	Summary string `json:"summary,omitempty"`
-	// Interrupted: the call was cut off by a stop of the server and
-	// answered on resume.
+	// Interrupted marks a call that an orchestrator restart cut short; its
+	// effect is unknown.
 	Interrupted bool `json:"interrupted,omitempty"`
 }
 
@@ -207,17 +206,18 @@ type CondensationEvent struct {
 	// FromStep and ThroughStep bound the steps summarized.
 	FromStep    int `json:"from_step"`
 	ThroughStep int `json:"through_step"`
-	// Depth is 1 for a summary of steps, more for a summary of summaries.
+	// Depth is how many condensations the summary builds on: 0 for the
+	// first, n+1 for a summary of summary n and further steps.
 	Depth int `json:"depth"`
 	// Truncated: the summary was cut to its limit.
 	Truncated    bool `json:"truncated,omitempty"`
 	TokensBefore int  `json:"tokens_before"`
 	TokensAfter  int  `json:"tokens_after"`
 	Budget       int  `json:"budget"`
-	// Usage is the summary request's, as the provider reported it.
+	// Usage is what the summary request cost (none for a reset).
 	Usage TokenUsage `json:"usage"`
 	Model string     `json:"model,omitempty"`
-	// Error says why no model summary was made (a cut instead).
+	// Error says why the model gave no summary (kind digest).
 	Error string `json:"error,omitempty"`
 }
 
@@ -308,7 +308,7 @@ func CheckEventData(typ EventType, data []byte) error {
 		return nil
 	}
 	if err := strictJSON(data, reflect.New(t).Interface()); err != nil {
-		return fmt.Errorf("%s event data is not a %s: %w", typ, t.Name(), err)
+		return fmt.Errorf("%s event data does not fit drydock.%s: %w", typ, t.Name(), err)
 	}
 	return nil
 }

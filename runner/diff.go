@@ -32,7 +32,7 @@ func (r *Runner) baseline(ctx context.Context, job *drydock.Job, sb *drydock.San
 	commit, err := d.Baseline(ctx)
 	if err != nil {
 		log.Warn("record the workspace's starting point; the job will have no diff", "err", mask(job, err.Error()))
-		emit.Emit(ctx, drydock.EventLog, map[string]any{"level": "warn", "message": "recording the workspace's starting point failed, so the job will have no diff: " + drydock.ErrorMessage(err)})
+		emit.Emit(ctx, drydock.EventLog, drydock.LogEvent{Level: "warn", Message: "recording the workspace's starting point failed, so the job will have no diff: " + drydock.ErrorMessage(err)})
 		return
 	}
 	log.Info("workspace baseline recorded", "commit", commit)

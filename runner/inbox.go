@@ -91,7 +91,7 @@ func (r *Runner) noteUndelivered(ctx context.Context, job *drydock.Job, emit dry
 		if delivered[seq] {
 			continue
 		}
-		emit.Emit(ctx, drydock.EventLog, map[string]any{"level": "warn", "kind": drydock.LogMessageUndelivered, "seq": seq,
-			"message": fmt.Sprintf("The message of event %d came after the agent's last step; it was not delivered.", seq)})
+		emit.Emit(ctx, drydock.EventLog, drydock.LogEvent{Level: "warn", Kind: drydock.LogMessageUndelivered, Seq: seq,
+			Message: fmt.Sprintf("The message of event %d came after the agent's last step; it was not delivered.", seq)})
 	}
 }

@@ -30,11 +30,11 @@ func (r *Runner) pushRepo(ctx context.Context, job *drydock.Job, sb *drydock.San
 		result.Error = fmt.Sprintf("the job's work is in its archive, but pushing it to %s failed: %s", job.Repo.Push.Branch, drydock.ErrorMessage(err))
 		log.Warn("push failed", "branch", job.Repo.Push.Branch, "err", mask(job, err.Error()))
 	case commit == "":
-		emit.Emit(ctx, drydock.EventLog, map[string]any{"level": "info", "message": "the job changed nothing in the repository; nothing was pushed"})
+		emit.Emit(ctx, drydock.EventLog, drydock.LogEvent{Level: "info", Message: "the job changed nothing in the repository; nothing was pushed"})
 	default:
 		result.PushedCommit = commit
-		emit.Emit(ctx, drydock.EventLog, map[string]any{"level": "info", "kind": kindRepoPushed, "branch": job.Repo.Push.Branch, "commit": commit,
-			"message": fmt.Sprintf("pushed commit %s to branch %s of %s", commit, job.Repo.Push.Branch, job.Repo.URL)})
+		emit.Emit(ctx, drydock.EventLog, drydock.LogEvent{Level: "info", Kind: kindRepoPushed, Branch: job.Repo.Push.Branch, Commit: commit,
+			Message: fmt.Sprintf("pushed commit %s to branch %s of %s", commit, job.Repo.Push.Branch, job.Repo.URL)})
 		log.Info("pushed", "branch", job.Repo.Push.Branch, "commit", commit)
 	}
 }

@@ -29,20 +29,10 @@ type repoExecer interface {
 const repoCloneTimeout = 30 * time.Minute
 
 // kindRepoCloned marks the log event written once the clone is complete,
-// which is how a recovered job knows not to clone again.
+// which is how a recovered job knows not to clone again. The event is a
+// notice (the agent's model reads what the workspace holds) with the URL,
+// ref and commit cloned.
 const kindRepoCloned = "repo_cloned"
-
-// repoNotice is that event: it tells people and the agent's model what the
-// workspace holds (Notice puts it in the model's next prompt).
-type repoNotice struct {
-	Level   string `json:"level"`
-	Message string `json:"message"`
-	Notice  bool   `json:"notice"`
-	Kind    string `json:"kind"`
-	URL     string `json:"url"`
-	Ref     string `json:"ref,omitempty"`
-	Commit  string `json:"commit"`
-}
 
 // seedRepo clones the job's repository into the workspace before the agent
 // starts. git runs in the sandbox through toolboxd, so its traffic takes
@@ -98,7 +88,7 @@ func (r *Runner) seedRepo(ctx context.Context, job *drydock.Job, sb *drydock.San
 		return err
 	}
 	msg := fmt.Sprintf("The workspace holds a clone of %s (commit %s).", desc, commit)
-	if err := emit.Emit(ctx, drydock.EventLog, repoNotice{Level: "info", Message: msg, Notice: true, Kind: kindRepoCloned,
+	if err := emit.Emit(ctx, drydock.EventLog, drydock.LogEvent{Level: "info", Message: msg, Notice: true, Kind: kindRepoCloned,
 		URL: repo.URL, Ref: repo.Ref, Commit: commit}); err != nil {
 		return err
 	}
@@ -199,7 +189,7 @@ func (r *Runner) clonedCommit(ctx context.Context, jobID string) (string, error)
 			if ev.Type != drydock.EventLog {
 				continue
 			}
-			var d struct{ Kind, Commit string }
+			var d drydock.LogEvent
 			if json.Unmarshal(ev.Data, &d) == nil && d.Kind == kindRepoCloned && d.Commit != "" {
 				return d.Commit, nil
 			}
