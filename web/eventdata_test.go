@@ -109,7 +109,7 @@ func kindCases(body string) map[string]string {
 func checkReads(t *testing.T, where, code, variable string, typ reflect.Type) {
 	t.Helper()
 	fields := jsonFields(typ)
-	reads := regexp.MustCompile(`\b` + variable + `\??\.([A-Za-z_]\w*)`).FindAllStringSubmatch(code, -1)
+	reads := regexp.MustCompile(`\b`+variable+`\??\.([A-Za-z_]\w*)`).FindAllStringSubmatch(code, -1)
 	seen := map[string]bool{}
 	for _, m := range reads {
 		if !slices.Contains(fields, m[1]) && !seen[m[1]] {
