@@ -83,9 +83,10 @@ type LogEvent struct {
 	Egress *EgressNote `json:"egress,omitempty"`
 
 	// What the caller did in a held sandbox: a command (caller_command)
-	// or a file written (caller_write).
+	// or a file written (caller_write). ExitCode is there, 0 included,
+	// on every caller_command: readers (an eval's check) look for it.
 	Command     string `json:"command,omitempty"`
-	ExitCode    int    `json:"exit_code,omitempty"`
+	ExitCode    *int   `json:"exit_code,omitempty"`
 	OutputBytes int64  `json:"output_bytes,omitempty"`
 	Path        string `json:"path,omitempty"`
 	Size        int64  `json:"size,omitempty"`

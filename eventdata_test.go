@@ -1,6 +1,7 @@
 package drydock_test
 
 import (
+	"encoding/json"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -122,6 +123,20 @@ func TestCheckEventData(t *testing.T) {
 		if err := drydock.CheckEventData(c.typ, []byte(c.data)); err == nil {
 			t.Errorf("%s: CheckEventData(%s, %s) = nil, want an error", c.name, c.typ, c.data)
 		}
+	}
+}
+
+// A command's exit code 0 is written, not left out as a zero: an eval's
+// check reads it from the log.
+func TestLogEventKeepsExitCodeZero(t *testing.T) {
+	t.Parallel()
+	zero := 0
+	b, err := json.Marshal(drydock.LogEvent{Level: "info", Kind: "caller_command", Message: "m", ExitCode: &zero})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `"exit_code":0`) {
+		t.Fatalf("encoded %s, want exit_code 0 in it", b)
 	}
 }
 

@@ -147,7 +147,7 @@ func (s *Server) handleCommand(w http.ResponseWriter, r *http.Request) {
 	}
 	// The job's log records what its caller did, as it records an agent's
 	// tool calls (masked, like every event).
-	s.callerEvent(r, job, values, drydock.LogEvent{Level: "info", Kind: "caller_command", Command: req.Command, ExitCode: res.ExitCode,
+	s.callerEvent(r, job, values, drydock.LogEvent{Level: "info", Kind: "caller_command", Command: req.Command, ExitCode: &res.ExitCode,
 		OutputBytes: res.OutputBytes, Message: fmt.Sprintf("the caller ran a command (exit code %d)", res.ExitCode)})
 	writeJSON(w, http.StatusOK, out)
 }

@@ -27,6 +27,7 @@ func TestTheUIReadsOnlyFieldsOfThePayloadTypes(t *testing.T) {
 		{"timeline.js", "render", "c", reflect.TypeFor[drydock.ModelToolCall]()},
 		{"timeline.js", "shot", "img", reflect.TypeFor[drydock.ImageRef]()},
 		{"pause.js", "renderPause", "d", reflect.TypeFor[drydock.PauseEvent]()},
+		{"evals.js", "evalPage", "e.data", reflect.TypeFor[drydock.LogEvent]()}, // caller_command's exit code
 	}
 	for _, r := range readers {
 		src, err := os.ReadFile("static/" + r.file)
@@ -109,7 +110,7 @@ func kindCases(body string) map[string]string {
 func checkReads(t *testing.T, where, code, variable string, typ reflect.Type) {
 	t.Helper()
 	fields := jsonFields(typ)
-	reads := regexp.MustCompile(`\b`+variable+`\??\.([A-Za-z_]\w*)`).FindAllStringSubmatch(code, -1)
+	reads := regexp.MustCompile(`\b`+regexp.QuoteMeta(variable)+`\??\.([A-Za-z_]\w*)`).FindAllStringSubmatch(code, -1)
 	seen := map[string]bool{}
 	for _, m := range reads {
 		if !slices.Contains(fields, m[1]) && !seen[m[1]] {
