@@ -316,10 +316,7 @@ func decodeCursor(c string) (string, error) {
 }
 
 // statusData is the data of a status event.
-type statusData struct {
-	Status drydock.JobStatus `json:"status"`
-	Error  string            `json:"error,omitempty"`
-}
+type statusData = drydock.StatusEvent
 
 // badKey reports whether id cannot be a stored key: Postgres text holds
 // neither NUL nor invalid UTF-8, and would answer such a parameter with an

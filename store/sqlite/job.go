@@ -317,10 +317,7 @@ func decodeCursor(c string) (string, error) {
 }
 
 // statusData is the data of a status event.
-type statusData struct {
-	Status drydock.JobStatus `json:"status"`
-	Error  string            `json:"error,omitempty"`
-}
+type statusData = drydock.StatusEvent
 
 func notFound(id string) error {
 	return drydock.Errorf(drydock.ENOTFOUND, "job %s not found", id)
