@@ -2,6 +2,7 @@ package drydock_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -157,4 +158,18 @@ func TestDecodeEventData(t *testing.T) {
 	if _, err := drydock.DecodeEventData("telepathy", []byte(`{}`)); drydock.ErrorCode(err) != drydock.EINVALID {
 		t.Fatalf("unknown kind: %v", err)
 	}
+}
+
+// A reader decodes an event's data into its kind's type.
+func ExampleDecodeEventData() {
+	e := drydock.NewEvent("job-1", drydock.EventArtifact, drydock.ArtifactEvent{Size: 2048, Format: "tar.gz"})
+	d, err := drydock.DecodeEventData(e.Type, e.Data)
+	if err != nil {
+		panic(err)
+	}
+	switch d := d.(type) {
+	case *drydock.ArtifactEvent:
+		fmt.Printf("archived %d bytes as %s\n", d.Size, d.Format)
+	}
+	// Output: archived 2048 bytes as tar.gz
 }
