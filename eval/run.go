@@ -293,9 +293,7 @@ func isHeld(e *drydock.Event) bool {
 	if e.Type != drydock.EventLog {
 		return false
 	}
-	var d struct {
-		Kind string `json:"kind"`
-	}
+	var d drydock.LogEvent
 	return json.Unmarshal(e.Data, &d) == nil && d.Kind == "sandbox_held"
 }
 

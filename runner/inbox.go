@@ -73,10 +73,7 @@ func (r *Runner) noteUndelivered(ctx context.Context, job *drydock.Job, emit dry
 			case drydock.EventUserMessage:
 				msgs = append(msgs, e.Seq)
 			case drydock.EventLog:
-				var n struct {
-					Kind string `json:"kind"`
-					Seq  int64  `json:"seq"`
-				}
+				var n drydock.LogEvent
 				if json.Unmarshal(e.Data, &n) == nil && n.Kind == drydock.LogMessageDelivered {
 					delivered[n.Seq] = true
 				}
