@@ -92,6 +92,40 @@ type LogEvent struct {
 	Size        int64  `json:"size,omitempty"`
 }
 
+// Kinds of LogEvent written by the runner and the API (the messages' kinds
+// are in event.go, the context manager's in agent/transcript).
+const (
+	// LogSandbox: the job's new sandbox, and what isolates it.
+	LogSandbox = "sandbox"
+	// LogSandboxHeld: a job of agent "none" has its sandbox ready for the
+	// caller; commands and writes are accepted from then on.
+	LogSandboxHeld = "sandbox_held"
+	// LogRepoCloned: the workspace holds the job's repository (a notice);
+	// a recovered job finds its commit here and does not clone again.
+	LogRepoCloned = "repo_cloned"
+	// LogRepoPushed: a completed job's changes were pushed.
+	LogRepoPushed = "repo_pushed"
+	// LogCallerCommand and LogCallerWrite: what the caller did in a held
+	// sandbox.
+	LogCallerCommand = "caller_command"
+	LogCallerWrite   = "caller_write"
+)
+
+// LogKind is the kind of a log event: "" for other events, log events
+// without one and data that does not decode.
+func LogKind(e *Event) string {
+	if e.Type != EventLog {
+		return ""
+	}
+	var d struct {
+		Kind string `json:"kind"`
+	}
+	if json.Unmarshal(e.Data, &d) != nil {
+		return ""
+	}
+	return d.Kind
+}
+
 // EgressNote is the egress part of a LogEvent: a changed allowlist (List,
 // present even when empty, which allows nothing; Added, Removed, By) or a
 // refused connection (Dest, Status, Reason, NotRecorded).

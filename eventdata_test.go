@@ -173,3 +173,22 @@ func ExampleDecodeEventData() {
 	}
 	// Output: archived 2048 bytes as tar.gz
 }
+
+// LogKind reads a log event's kind, whatever else the event holds; a
+// message that quotes a kind is not one.
+func TestLogKind(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		e    *drydock.Event
+		want string
+	}{
+		{drydock.NewEvent("j", drydock.EventLog, drydock.LogEvent{Level: "info", Kind: drydock.LogSandboxHeld, SandboxID: "s", Message: "ready"}), drydock.LogSandboxHeld},
+		{drydock.NewEvent("j", drydock.EventLog, drydock.LogEvent{Level: "info", Message: `{"kind":"sandbox_held"}`}), ""},
+		{drydock.NewEvent("j", drydock.EventError, drydock.LogEvent{Kind: drydock.LogSandboxHeld}), ""},
+		{&drydock.Event{Type: drydock.EventLog, Data: []byte(`"x"`)}, ""},
+	} {
+		if got := drydock.LogKind(c.e); got != c.want {
+			t.Errorf("LogKind(%s %s) = %q, want %q", c.e.Type, c.e.Data, got, c.want)
+		}
+	}
+}

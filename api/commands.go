@@ -147,7 +147,7 @@ func (s *Server) handleCommand(w http.ResponseWriter, r *http.Request) {
 	}
 	// The job's log records what its caller did, as it records an agent's
 	// tool calls (masked, like every event).
-	s.callerEvent(r, job, values, drydock.LogEvent{Level: "info", Kind: "caller_command", Command: req.Command, ExitCode: &res.ExitCode,
+	s.callerEvent(r, job, values, drydock.LogEvent{Level: "info", Kind: drydock.LogCallerCommand, Command: req.Command, ExitCode: &res.ExitCode,
 		OutputBytes: res.OutputBytes, Message: fmt.Sprintf("the caller ran a command (exit code %d)", res.ExitCode)})
 	writeJSON(w, http.StatusOK, out)
 }
@@ -196,7 +196,7 @@ func (s *Server) handleWriteFile(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	size := int64(len(*req.Text))
-	s.callerEvent(r, job, values, drydock.LogEvent{Level: "info", Kind: "caller_write", Path: p, Size: size,
+	s.callerEvent(r, job, values, drydock.LogEvent{Level: "info", Kind: drydock.LogCallerWrite, Path: p, Size: size,
 		Message: fmt.Sprintf("the caller wrote %s (%d bytes)", p, size)})
 	writeJSON(w, http.StatusOK, WrittenFile{JobID: job.ID, Path: p, Size: size})
 }

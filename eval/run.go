@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -289,13 +288,7 @@ func check(ctx context.Context, c *client.Client, t *Task, j *drydock.Job, meta 
 }
 
 // isHeld reports whether e says the job's sandbox is held for its caller.
-func isHeld(e *drydock.Event) bool {
-	if e.Type != drydock.EventLog {
-		return false
-	}
-	var d drydock.LogEvent
-	return json.Unmarshal(e.Data, &d) == nil && d.Kind == "sandbox_held"
-}
+func isHeld(e *drydock.Event) bool { return drydock.LogKind(e) == drydock.LogSandboxHeld }
 
 // waitHeld waits until the held job id's sandbox is ready: from its event
 // stream, or, when the stream is refused (a token's streams are bounded)

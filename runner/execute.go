@@ -54,7 +54,7 @@ func (r *Runner) execute(ctx context.Context, cancel context.CancelCauseFunc, jo
 		if runErr == nil && job.SandboxID == "" {
 			// Which isolation the job runs under is part of its record
 			// (also its isolation field), said once when its sandbox is new.
-			emit.Emit(ctx, drydock.EventLog, drydock.LogEvent{Level: "info", Kind: "sandbox", SandboxID: sb.ID,
+			emit.Emit(ctx, drydock.EventLog, drydock.LogEvent{Level: "info", Kind: drydock.LogSandbox, SandboxID: sb.ID,
 				Isolation: sb.Isolation, Message: fmt.Sprintf("sandbox %s runs under %s", sb.ID, isolationName(sb.Isolation))})
 		}
 	}

@@ -16,7 +16,7 @@ import (
 // follow are any job's.
 func (r *Runner) holdForCaller(ctx context.Context, job *drydock.Job, sb *drydock.Sandbox, emit *emitter) error {
 	deadline, _ := ctx.Deadline()
-	emit.Emit(ctx, drydock.EventLog, drydock.LogEvent{Level: "info", Kind: "sandbox_held", SandboxID: sb.ID,
+	emit.Emit(ctx, drydock.EventLog, drydock.LogEvent{Level: "info", Kind: drydock.LogSandboxHeld, SandboxID: sb.ID,
 		Message: fmt.Sprintf("sandbox %s is ready and held for you (agent %q) until %s or a cancel; run commands and write files in it through the API or MCP", sb.ID, drydock.AgentNone, deadline.UTC().Format(time.RFC3339))})
 	<-ctx.Done()
 	return nil

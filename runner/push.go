@@ -9,9 +9,6 @@ import (
 	"github.com/drydockhq/drydock"
 )
 
-// kindRepoPushed marks the log event of a completed job's push.
-const kindRepoPushed = "repo_pushed"
-
 // pushRepo commits what a completed job changed in its clone (the agent's
 // summary as the message, the job's author) and pushes it to the job's push
 // branch, with the same token and environment as the clone. The push names
@@ -33,7 +30,7 @@ func (r *Runner) pushRepo(ctx context.Context, job *drydock.Job, sb *drydock.San
 		emit.Emit(ctx, drydock.EventLog, drydock.LogEvent{Level: "info", Message: "the job changed nothing in the repository; nothing was pushed"})
 	default:
 		result.PushedCommit = commit
-		emit.Emit(ctx, drydock.EventLog, drydock.LogEvent{Level: "info", Kind: kindRepoPushed, Branch: job.Repo.Push.Branch, Commit: commit,
+		emit.Emit(ctx, drydock.EventLog, drydock.LogEvent{Level: "info", Kind: drydock.LogRepoPushed, Branch: job.Repo.Push.Branch, Commit: commit,
 			Message: fmt.Sprintf("pushed commit %s to branch %s of %s", commit, job.Repo.Push.Branch, job.Repo.URL)})
 		log.Info("pushed", "branch", job.Repo.Push.Branch, "commit", commit)
 	}

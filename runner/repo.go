@@ -28,12 +28,6 @@ type repoExecer interface {
 // repoCloneTimeout bounds the clone (the job's own timeout bounds it too).
 const repoCloneTimeout = 30 * time.Minute
 
-// kindRepoCloned marks the log event written once the clone is complete,
-// which is how a recovered job knows not to clone again. The event is a
-// notice (the agent's model reads what the workspace holds) with the URL,
-// ref and commit cloned.
-const kindRepoCloned = "repo_cloned"
-
 // seedRepo clones the job's repository into the workspace before the agent
 // starts. git runs in the sandbox through toolboxd, so its traffic takes
 // the sandbox's egress proxy (which allows the repository's host and port
@@ -88,7 +82,7 @@ func (r *Runner) seedRepo(ctx context.Context, job *drydock.Job, sb *drydock.San
 		return err
 	}
 	msg := fmt.Sprintf("The workspace holds a clone of %s (commit %s).", desc, commit)
-	if err := emit.Emit(ctx, drydock.EventLog, drydock.LogEvent{Level: "info", Message: msg, Notice: true, Kind: kindRepoCloned,
+	if err := emit.Emit(ctx, drydock.EventLog, drydock.LogEvent{Level: "info", Message: msg, Notice: true, Kind: drydock.LogRepoCloned,
 		URL: repo.URL, Ref: repo.Ref, Commit: commit}); err != nil {
 		return err
 	}
@@ -190,7 +184,7 @@ func (r *Runner) clonedCommit(ctx context.Context, jobID string) (string, error)
 				continue
 			}
 			var d drydock.LogEvent
-			if json.Unmarshal(ev.Data, &d) == nil && d.Kind == kindRepoCloned && d.Commit != "" {
+			if json.Unmarshal(ev.Data, &d) == nil && d.Kind == drydock.LogRepoCloned && d.Commit != "" {
 				return d.Commit, nil
 			}
 		}
