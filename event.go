@@ -8,45 +8,47 @@ import (
 // EventType names what an event records.
 type EventType string
 
+// The kinds of events. Each kind's data is the type EventDataTypes names
+// (eventdata.go).
 const (
-	EventStatus       EventType = "status"       // {"status", "error"?}: a lifecycle transition
-	EventLog          EventType = "log"          // {"level", "message", "notice"?}: orchestrator notes about the job; notice: for the agent's model too
-	EventModel        EventType = "model"        // a model turn: text and tool calls
-	EventToolCall     EventType = "tool_call"    // {"id", "name", "input"}
-	EventObservation  EventType = "observation"  // {"id", "name", "output", "is_error", "images"?}
-	EventUsage        EventType = "usage"        // Usage of one step
-	EventError        EventType = "error"        // {"message"}: a failure the agent saw
-	EventCondensation EventType = "condensation" // a summary that replaced older events in the prompt
-	EventArtifact     EventType = "artifact"     // {"size", "files"}: the workspace was archived
-	EventSummary      EventType = "summary"      // {"summary"}: the agent's final report
+	EventStatus       EventType = "status"       // StatusEvent: a lifecycle transition
+	EventLog          EventType = "log"          // LogEvent: orchestrator notes about the job; notice: for the agent's model too
+	EventModel        EventType = "model"        // ModelEvent: a model turn: text and tool calls
+	EventToolCall     EventType = "tool_call"    // ToolCallEvent
+	EventObservation  EventType = "observation"  // ObservationEvent: what a tool call returned
+	EventUsage        EventType = "usage"        // UsageEvent: the usage of one model call
+	EventError        EventType = "error"        // ErrorEvent: a failure the agent saw
+	EventCondensation EventType = "condensation" // CondensationEvent: a summary that replaced older events in the prompt
+	EventArtifact     EventType = "artifact"     // ArtifactEvent {"size", "format"}: the workspace was archived
+	EventSummary      EventType = "summary"      // SummaryEvent: the agent's final report
 )
 
 // Kinds of EventLog events of messages to a job's agent (issue 16 §1, msg).
 const (
-	// LogMessageDelivered: {"kind", "seq", "step", "message", "notice":
-	// true}: the agent received the user_message numbered seq before the
+	// LogMessageDelivered (a LogEvent with kind, seq, step, message,
+	// from, notice): the agent received the user_message numbered seq before the
 	// model call of step; message is the text as the model reads it. The
 	// prompt shows it where this event stands, never where the
 	// user_message does, so a resumed run builds the same prompt.
 	LogMessageDelivered = "message_delivered"
-	// LogAskUser: {"kind", "question", "level", "message"}: an interactive
+	// LogAskUser (kind, question, step, level, message): an interactive
 	// job's agent asked the user a question and waits for a message.
 	LogAskUser = "ask_user"
-	// LogMessageUndelivered: {"kind", "seq", "level", "message"}: the job
+	// LogMessageUndelivered (kind, seq, level, message): the job
 	// ended before its agent received the user_message numbered seq.
 	LogMessageUndelivered = "message_undelivered"
 )
 
 // Follow-ups (issue 16, part "follow").
 const (
-	// EventTask is {"text", "status", "error"}: the task a job of a chain
+	// EventTask (TaskEvent): the task a job of a chain
 	// of follow-ups was given and how it ended. No log stores it: the
 	// runner puts one before each ancestor's events in AgentRun.Prior, so
 	// that the agent knows what each was asked and how it went.
 	EventTask EventType = "task"
 )
 
-// Pause (issue 16 §2): PauseEvent is the data of both.
+// Pause and take-over: PauseEvent is the data of both.
 const (
 	EventPaused  EventType = "paused"  // a person paused the job or took control of its desktop
 	EventResumed EventType = "resumed" // a reason to pause ended (resume, release, expiry, pause-max)

@@ -5,8 +5,8 @@ import (
 	"unicode/utf8"
 )
 
-// EventUserMessage records a person's message to a job's agent (issue 16):
-// {"text", "from"?}. It is stored the moment the API accepts the message;
+// EventUserMessage records a person's message to a job's agent; its data
+// is a UserMessage. It is stored the moment the API accepts the message;
 // the agent receives it as a user turn before its next model call.
 const EventUserMessage EventType = "user_message"
 

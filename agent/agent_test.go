@@ -40,6 +40,11 @@ func (r *recorder) Emit(ctx context.Context, typ drydock.EventType, data any) er
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	ev := drydock.NewEvent("job-1", typ, data)
+	// Every event the agent writes is its kind's type exactly: an error
+	// here fails the run, and so the test that made it.
+	if err := drydock.CheckEventData(typ, ev.Data); err != nil {
+		return err
+	}
 	ev.Seq = int64(len(r.events) + 1)
 	ev.Time = time.Now()
 	r.events = append(r.events, ev)

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/drydockhq/drydock"
-	"github.com/drydockhq/drydock/agent/transcript"
 )
 
 // Messages to a running job (issue 16 §1). A user_message event is the
@@ -26,24 +25,6 @@ const askPoll = time.Second
 // defaultAskTimeout is how long ask_user waits when the config sets none.
 const defaultAskTimeout = 30 * time.Minute
 
-// messageNote is the data of a LogMessageDelivered event.
-type messageNote struct {
-	transcript.Notice
-	Kind string `json:"kind"`
-	// Seq is the user_message event delivered.
-	Seq  int64  `json:"seq"`
-	From string `json:"from,omitempty"`
-}
-
-// askNote is the data of a LogAskUser event.
-type askNote struct {
-	Level    string `json:"level"`
-	Message  string `json:"message"`
-	Kind     string `json:"kind"`
-	Question string `json:"question"`
-	Step     int    `json:"step"`
-}
-
 // messagePrefix introduces a message in the prompt.
 const messagePrefix = "Message from the user:\n\n"
 
@@ -59,7 +40,7 @@ func (r *run) initInbox() {
 		if e.Type != drydock.EventLog {
 			continue
 		}
-		var n messageNote
+		var n drydock.LogEvent
 		if json.Unmarshal(e.Data, &n) == nil && n.Kind == drydock.LogMessageDelivered {
 			delivered[n.Seq] = true
 		}
@@ -111,7 +92,7 @@ func (r *run) deliver(ctx context.Context) error {
 			r.inbox = r.inbox[1:]
 			continue
 		}
-		n := messageNote{Notice: transcript.Notice{Level: "info", Message: messagePrefix + m.Text, Notice: true, Step: r.steps},
+		n := drydock.LogEvent{Level: "info", Message: messagePrefix + m.Text, Notice: true, Step: r.steps,
 			Kind: drydock.LogMessageDelivered, Seq: e.Seq, From: m.From}
 		if err := r.emit(ctx, drydock.EventLog, n); err != nil {
 			return err
@@ -144,7 +125,7 @@ func (r *run) ask(ctx context.Context, question string) (string, error) {
 			r.log.Warn("clear waiting_for", "err", err)
 		}
 	}()
-	if err := r.emit(ctx, drydock.EventLog, askNote{Level: "info", Message: "The agent asks: " + question,
+	if err := r.emit(ctx, drydock.EventLog, drydock.LogEvent{Level: "info", Message: "The agent asks: " + question,
 		Kind: drydock.LogAskUser, Question: question, Step: r.steps}); err != nil {
 		return "", err
 	}

@@ -73,11 +73,7 @@ func fromPrior(ar *drydock.AgentRun) priorStart {
 }
 
 // priorTask is the data of an EventTask: a job's task and how it ended.
-type priorTask struct {
-	Text   string            `json:"text"`
-	Status drydock.JobStatus `json:"status"`
-	Error  string            `json:"error"`
-}
+type priorTask = drydock.TaskEvent
 
 // followUpNotice is a job's message, shown to the model after the steps
 // of the job it follows up, with how that one ended.

@@ -80,27 +80,7 @@ type run struct {
 
 // usageEvent is the data of an EventUsage event: the step's usage and
 // cost, flattened as drydock.Usage plus where it came from.
-type usageEvent struct {
-	drydock.Usage
-	Step  int    `json:"step"`
-	Model string `json:"model"`
-	// CostKnown is false when the model has no known price; its cost is
-	// then counted as 0.
-	CostKnown bool `json:"cost_known"`
-	// Kind is "condensation" for a summary request of the context
-	// manager, empty for a step.
-	Kind string `json:"kind,omitempty"`
-	// PromptCounted is the request's size as counted before it was sent
-	// (uncalibrated) and PromptEstimate as calibrated; with the reported
-	// input they calibrate the counts of a resumed run.
-	PromptCounted  int `json:"prompt_counted,omitempty"`
-	PromptEstimate int `json:"prompt_estimate,omitempty"`
-	// ContextBudget is the budget the prompt was held to.
-	ContextBudget int `json:"context_budget,omitempty"`
-	// ReasoningTokens are the part of OutputTokens the model spent
-	// thinking, where the provider reports it.
-	ReasoningTokens int64 `json:"reasoning_tokens,omitempty"`
-}
+type usageEvent = drydock.UsageEvent
 
 func (a *Agent) start(ctx context.Context, ar *drydock.AgentRun) (*run, error) {
 	model := a.Model(ar.Job)
@@ -198,8 +178,8 @@ func (a *Agent) start(ctx context.Context, ar *drydock.AgentRun) (*run, error) {
 	}
 	r.log.Info("agent run", "provider", a.Provider(), "resumed", resumed, "steps_done", r.steps, "tools", r.tools.Names(), "context_budget", budget, "tokenizer", r.meter.Name())
 	if _, known := llm.Cost(model, llm.Usage{}); !known && !resumed {
-		r.emit(ctx, drydock.EventLog, map[string]string{"level": "warn",
-			"message": fmt.Sprintf("no price is known for model %s: its cost is counted as 0", model)})
+		r.emit(ctx, drydock.EventLog, drydock.LogEvent{Level: "warn",
+			Message: fmt.Sprintf("no price is known for model %s: its cost is counted as 0", model)})
 	}
 	r.clearStaleQuestion(ctx)
 	if resumed || r.prior > 0 {
@@ -359,7 +339,7 @@ func (r *run) notice(ctx context.Context, level, msg string) error {
 
 // fail records the reason a run ends and returns it as the run's error.
 func (r *run) fail(ctx context.Context, err *drydock.Error) error {
-	if eerr := r.emit(ctx, drydock.EventError, map[string]string{"message": err.Message}); eerr != nil && ctx.Err() != nil {
+	if eerr := r.emit(ctx, drydock.EventError, drydock.ErrorEvent{Message: err.Message}); eerr != nil && ctx.Err() != nil {
 		return ctx.Err()
 	}
 	return err

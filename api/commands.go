@@ -147,8 +147,8 @@ func (s *Server) handleCommand(w http.ResponseWriter, r *http.Request) {
 	}
 	// The job's log records what its caller did, as it records an agent's
 	// tool calls (masked, like every event).
-	s.callerEvent(r, job, values, map[string]any{"level": "info", "kind": "caller_command", "command": req.Command, "exit_code": res.ExitCode,
-		"output_bytes": res.OutputBytes, "message": fmt.Sprintf("the caller ran a command (exit code %d)", res.ExitCode)})
+	s.callerEvent(r, job, values, drydock.LogEvent{Level: "info", Kind: drydock.LogCallerCommand, Command: req.Command, ExitCode: &res.ExitCode,
+		OutputBytes: res.OutputBytes, Message: fmt.Sprintf("the caller ran a command (exit code %d)", res.ExitCode)})
 	writeJSON(w, http.StatusOK, out)
 }
 
@@ -196,21 +196,19 @@ func (s *Server) handleWriteFile(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	size := int64(len(*req.Text))
-	s.callerEvent(r, job, values, map[string]any{"level": "info", "kind": "caller_write", "path": p, "size": size,
-		"message": fmt.Sprintf("the caller wrote %s (%d bytes)", p, size)})
+	s.callerEvent(r, job, values, drydock.LogEvent{Level: "info", Kind: drydock.LogCallerWrite, Path: p, Size: size,
+		Message: fmt.Sprintf("the caller wrote %s (%d bytes)", p, size)})
 	writeJSON(w, http.StatusOK, WrittenFile{JobID: job.ID, Path: p, Size: size})
 }
 
 // callerEvent appends a log event about what the caller did in a held
 // sandbox; a failure to record it is logged, not the caller's error.
-func (s *Server) callerEvent(r *http.Request, job *drydock.Job, values []string, data map[string]any) {
+func (s *Server) callerEvent(r *http.Request, job *drydock.Job, values []string, data drydock.LogEvent) {
 	// Credential shapes are masked in each string before encoding: a
 	// private key's shape spans lines, and across encoded fields it would
 	// swallow the JSON between them.
-	for k, v := range data {
-		if str, ok := v.(string); ok {
-			data[k] = secretbox.MaskCredentials(str)
-		}
+	for _, f := range []*string{&data.Message, &data.Command, &data.Path} {
+		*f = secretbox.MaskCredentials(*f)
 	}
 	ev := drydock.NewEvent(job.ID, drydock.EventLog, data)
 	if len(values) > 0 {

@@ -59,9 +59,9 @@ func (s *Server) handleSetEgress(w http.ResponseWriter, r *http.Request) {
 	if len(list) == 0 {
 		msg += "; nothing is allowed now"
 	}
-	ev := drydock.NewEvent(job.ID, drydock.EventLog, map[string]any{
-		"level": "info", "message": msg,
-		"egress": map[string]any{"list": list, "added": added, "removed": removed, "by": principalFrom(r.Context()).ID},
+	ev := drydock.NewEvent(job.ID, drydock.EventLog, drydock.LogEvent{
+		Level: "info", Message: msg,
+		Egress: &drydock.EgressNote{List: list, Added: added, Removed: removed, By: principalFrom(r.Context()).ID},
 	})
 	if err := s.store.AppendEvent(r.Context(), ev); err != nil {
 		// The list is changed; a missing note is not worth failing for.

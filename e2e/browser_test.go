@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"image"
@@ -508,7 +507,8 @@ func TestBrowserDesktopX11(t *testing.T) {
 	t.Cleanup(func() { win.Process.Kill(); win.Wait() })
 
 	// toolboxd with the desktop, and the API server that reaches it.
-	serveToolboxd(t, filepath.Join(sockDir, "tb.sock"), tbserver.Config{Workspace: t.TempDir(), Token: "tb-token", Desktop: desktopAdapter{d},
+	workspace := t.TempDir()
+	serveToolboxd(t, filepath.Join(sockDir, "tb.sock"), tbserver.Config{Workspace: workspace, Token: "tb-token", Desktop: desktopAdapter{d},
 		StateDir: filepath.Join(sockDir, "state"), Profile: drydock.ProfileDesktop})
 	sb := &drydock.Sandbox{ID: "sb-e2e-x11", State: drydock.SandboxRunning, Token: "tb-token", VNCPassword: password,
 		Endpoint: drydock.Endpoint{Network: "unix", Address: filepath.Join(sockDir, "tb.sock")}}
@@ -522,6 +522,14 @@ func TestBrowserDesktopX11(t *testing.T) {
 		img.Pix[i] = byte(i * 7)
 	}
 	png.Encode(&pngBuf, img)
+	// The agent saves a screenshot in the workspace and names it in the
+	// observation; the timeline fetches it through the files route.
+	if err := os.MkdirAll(filepath.Join(workspace, ".drydock", "shots"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(workspace, ".drydock", "shots", "c2.png"), pngBuf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, e := range []struct {
 		typ  drydock.EventType
 		data any
@@ -530,8 +538,8 @@ func TestBrowserDesktopX11(t *testing.T) {
 		{drydock.EventToolCall, map[string]any{"id": "c1", "name": "bash", "input": map[string]any{"command": "xmessage hello &"}}},
 		{drydock.EventObservation, map[string]any{"id": "c1", "name": "bash", "output": "started"}},
 		{drydock.EventToolCall, map[string]any{"id": "c2", "name": "computer", "input": map[string]any{"action": "screenshot"}}},
-		{drydock.EventObservation, map[string]any{"id": "c2", "name": "computer", "output": "", "images": []any{
-			map[string]any{"media_type": "image/png", "data": base64.StdEncoding.EncodeToString(pngBuf.Bytes())}}}},
+		{drydock.EventObservation, drydock.ObservationEvent{ID: "c2", Name: "computer", Images: []drydock.ImageRef{
+			{Path: ".drydock/shots/c2.png", MediaType: "image/png", Width: 40, Height: 24}}}},
 		{drydock.EventError, map[string]any{"message": "the model's reply was cut short"}},
 		{drydock.EventCondensation, map[string]any{"summary": "Steps 1 to 40 set up the project."}},
 	} {

@@ -89,6 +89,10 @@ func TestLifecycleCompleteWithDownload(t *testing.T) {
 	var types []drydock.EventType
 	for _, e := range s.events(id) {
 		types = append(types, e.Type)
+		// What the API serves is each kind's payload type exactly.
+		if err := drydock.CheckEventData(e.Type, e.Data); err != nil {
+			t.Errorf("event %d: %v", e.Seq, err)
+		}
 	}
 	for _, want := range []drydock.EventType{drydock.EventStatus, drydock.EventModel, drydock.EventToolCall, drydock.EventObservation, drydock.EventUsage, drydock.EventArtifact, drydock.EventSummary} {
 		if !slices.Contains(types, want) {

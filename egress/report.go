@@ -76,9 +76,9 @@ func (r *Reporter) Deny(jobID string, d Denial) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	ev := drydock.NewEvent(jobID, drydock.EventLog, map[string]any{
-		"level": "warn", "message": msg,
-		"egress": map[string]any{"dest": d.Dest(), "status": d.Status, "reason": d.Reason, "not_recorded": left},
+	ev := drydock.NewEvent(jobID, drydock.EventLog, drydock.LogEvent{
+		Level: "warn", Message: msg,
+		Egress: &drydock.EgressNote{Dest: d.Dest(), Status: d.Status, Reason: d.Reason, NotRecorded: left},
 	})
 	if err := r.Store.AppendEvent(ctx, ev); err != nil && r.Logger != nil {
 		r.Logger.Warn("record egress refusal", "job_id", jobID, "err", err)

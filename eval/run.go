@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -315,15 +314,7 @@ func (s apiShell) write(ctx context.Context, path, text string) error {
 }
 
 // isHeld reports whether e says the job's sandbox is held for its caller.
-func isHeld(e *drydock.Event) bool {
-	if e.Type != drydock.EventLog {
-		return false
-	}
-	var d struct {
-		Kind string `json:"kind"`
-	}
-	return json.Unmarshal(e.Data, &d) == nil && d.Kind == "sandbox_held"
-}
+func isHeld(e *drydock.Event) bool { return drydock.LogKind(e) == drydock.LogSandboxHeld }
 
 // waitHeld waits until the held job id's sandbox is ready: from its event
 // stream, or, when the stream is refused (a token's streams are bounded)

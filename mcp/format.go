@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -90,58 +91,51 @@ func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }
 
 // formatEvent is one event as one compact line: "#seq time type: what".
 func formatEvent(e *drydock.Event) string {
-	var d map[string]any
-	_ = json.Unmarshal(e.Data, &d)
-	str := func(k string) string {
-		v, _ := d[k].(string)
-		return v
-	}
+	d, _ := drydock.DecodeEventData(e.Type, e.Data)
 	var what string
-	switch e.Type {
-	case drydock.EventStatus:
-		what = str("status")
-		if m := str("error"); m != "" {
-			what += ": " + m
+	switch d := d.(type) {
+	case *drydock.StatusEvent:
+		what = string(d.Status)
+		if d.Error != "" {
+			what += ": " + d.Error
 		}
-	case drydock.EventModel:
-		what = str("text")
-		if calls, ok := d["tool_calls"].([]any); ok {
-			var names []string
-			for _, c := range calls {
-				if m, ok := c.(map[string]any); ok {
-					n, _ := m["name"].(string)
-					names = append(names, n)
-				}
-			}
-			if len(names) > 0 {
-				what = strings.TrimSpace(what + " → calls " + strings.Join(names, ", "))
-			}
+	case *drydock.ModelEvent:
+		what = d.Text
+		var names []string
+		for _, c := range d.ToolCalls {
+			names = append(names, c.Name)
 		}
-	case drydock.EventToolCall:
-		in, _ := json.Marshal(d["input"])
-		what = str("name") + " " + string(in)
-	case drydock.EventObservation:
-		what = str("name")
-		if b, _ := d["is_error"].(bool); b {
+		if len(names) > 0 {
+			what = strings.TrimSpace(what + " → calls " + strings.Join(names, ", "))
+		}
+	case *drydock.ToolCallEvent:
+		what = d.Name + " " + string(compactJSON(d.Input))
+	case *drydock.ObservationEvent:
+		what = d.Name
+		if d.IsError {
 			what += " (error)"
 		}
-		what += ": " + str("output")
-	case drydock.EventUsage:
-		what = fmt.Sprintf("in %v, out %v tokens", d["input_tokens"], d["output_tokens"])
-	case drydock.EventSummary:
-		what = str("summary")
-	case drydock.EventArtifact:
-		what = fmt.Sprintf("workspace archived (%v bytes)", d["size"])
-	case drydock.EventUserMessage:
-		what = str("text")
-	default:
-		what = str("message")
-		if k := str("kind"); k != "" {
-			what = k + ": " + what
+		what += ": " + d.Output
+	case *drydock.UsageEvent:
+		what = fmt.Sprintf("in %d, out %d tokens", d.InputTokens, d.OutputTokens)
+	case *drydock.SummaryEvent:
+		what = d.Summary
+	case *drydock.ArtifactEvent:
+		what = fmt.Sprintf("workspace archived (%d bytes)", d.Size)
+	case *drydock.UserMessage:
+		what = d.Text
+	case *drydock.LogEvent:
+		what = d.Message
+		if d.Kind != "" {
+			what = d.Kind + ": " + what
 		}
-		if what == "" {
-			what = string(e.Data)
-		}
+	case *drydock.ErrorEvent:
+		what = d.Message
+	case *drydock.CondensationEvent:
+		what = fmt.Sprintf("steps %d to %d summarized: %s", d.FromStep, d.ThroughStep, d.Summary)
+	}
+	if what == "" {
+		what = string(e.Data)
 	}
 	return fmt.Sprintf("#%d %s %s: %s", e.Seq, e.Time.UTC().Format("15:04:05"), e.Type, oneLine(what, maxEventText))
 }
@@ -168,4 +162,14 @@ func formatListing(id string, l *client.Listing) string {
 		b.WriteString("[listing cut: list a subdirectory]\n")
 	}
 	return strings.TrimRight(b.String(), "\n")
+}
+
+// compactJSON is raw without insignificant space (a tool's input as the
+// model wrote it may be indented).
+func compactJSON(raw []byte) []byte {
+	var b bytes.Buffer
+	if json.Compact(&b, raw) != nil {
+		return raw
+	}
+	return b.Bytes()
 }

@@ -119,7 +119,7 @@ func heldReady(ctx context.Context, api *client.Client, id string, seen *int64) 
 			return false, err
 		}
 		for _, e := range page.Events {
-			if e.Type == drydock.EventLog && strings.Contains(string(e.Data), `"kind":"sandbox_held"`) {
+			if drydock.LogKind(e) == drydock.LogSandboxHeld {
 				return true, nil
 			}
 		}

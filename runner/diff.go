@@ -20,11 +20,6 @@ type differ interface {
 	DiffWith(ctx context.Context, opts toolbox.DiffOptions) (*toolbox.DiffResult, error)
 }
 
-// kindDiffBaseline marks the log event that records the baseline's commit
-// outside the sandbox, so that the final diff can check that the sandbox's
-// copy of the starting point is still that commit.
-const kindDiffBaseline = "diff_baseline"
-
 // baseline records the workspace as the job's starting point, right before
 // the agent first runs: after anything that seeds the workspace, so the
 // diff shows the agent's work only. A failure costs the job its diff, not
@@ -37,11 +32,13 @@ func (r *Runner) baseline(ctx context.Context, job *drydock.Job, sb *drydock.San
 	commit, err := d.Baseline(ctx)
 	if err != nil {
 		log.Warn("record the workspace's starting point; the job will have no diff", "err", mask(job, err.Error()))
-		emit.Emit(ctx, drydock.EventLog, map[string]any{"level": "warn", "message": "recording the workspace's starting point failed, so the job will have no diff: " + drydock.ErrorMessage(err)})
+		emit.Emit(ctx, drydock.EventLog, drydock.LogEvent{Level: "warn", Message: "recording the workspace's starting point failed, so the job will have no diff: " + drydock.ErrorMessage(err)})
 		return
 	}
-	if err := emit.Emit(ctx, drydock.EventLog, map[string]any{"level": "info", "kind": kindDiffBaseline, "commit": commit,
-		"message": "the workspace's starting point for the diff is recorded (commit " + commit + ")"}); err != nil {
+	// The commit goes into the job's log, outside the sandbox, so that the
+	// final diff can check that the sandbox's copy is still that commit.
+	if err := emit.Emit(ctx, drydock.EventLog, drydock.LogEvent{Level: "info", Kind: drydock.LogDiffBaseline, Commit: commit,
+		Message: "the workspace's starting point for the diff is recorded (commit " + commit + ")"}); err != nil {
 		log.Warn("record the baseline's commit", "err", err)
 	}
 	log.Info("workspace baseline recorded", "commit", commit)
@@ -63,7 +60,7 @@ func (r *Runner) storeDiff(ctx context.Context, job *drydock.Job, sb *drydock.Sa
 	}
 	// The diff is checked against the commit recorded when the job
 	// started, once nothing of the agent's runs to change it meanwhile.
-	base, err := r.loggedCommit(ctx, job.ID, kindDiffBaseline)
+	base, err := r.loggedCommit(ctx, job.ID, drydock.LogDiffBaseline)
 	if err != nil {
 		return err
 	}

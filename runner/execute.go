@@ -37,9 +37,9 @@ func (r *Runner) execute(ctx context.Context, cancel context.CancelCauseFunc, jo
 
 	emit := &emitter{store: r.deps.Store, job: job, log: log}
 	if job.Attempts > 1 {
-		emit.Emit(ctx, drydock.EventLog, map[string]any{"level": "info", "node": r.cfg.NodeID, "attempt": job.Attempts, "message": fmt.Sprintf("resuming on %s (attempt %d)", r.cfg.NodeID, job.Attempts)})
+		emit.Emit(ctx, drydock.EventLog, drydock.LogEvent{Level: "info", Node: r.cfg.NodeID, Attempt: job.Attempts, Message: fmt.Sprintf("resuming on %s (attempt %d)", r.cfg.NodeID, job.Attempts)})
 	} else {
-		emit.Emit(ctx, drydock.EventStatus, map[string]any{"status": drydock.StatusRunning, "node": r.cfg.NodeID})
+		emit.Emit(ctx, drydock.EventStatus, drydock.StatusEvent{Status: drydock.StatusRunning, Node: r.cfg.NodeID})
 	}
 	log.Info("job started")
 
@@ -54,8 +54,8 @@ func (r *Runner) execute(ctx context.Context, cancel context.CancelCauseFunc, jo
 		if runErr == nil && job.SandboxID == "" {
 			// Which isolation the job runs under is part of its record
 			// (also its isolation field), said once when its sandbox is new.
-			emit.Emit(ctx, drydock.EventLog, map[string]any{"level": "info", "kind": "sandbox", "sandbox_id": sb.ID,
-				"isolation": sb.Isolation, "message": fmt.Sprintf("sandbox %s runs under %s", sb.ID, isolationName(sb.Isolation))})
+			emit.Emit(ctx, drydock.EventLog, drydock.LogEvent{Level: "info", Kind: drydock.LogSandbox, SandboxID: sb.ID,
+				Isolation: sb.Isolation, Message: fmt.Sprintf("sandbox %s runs under %s", sb.ID, isolationName(sb.Isolation))})
 		}
 	}
 	if runErr == nil {
@@ -144,15 +144,15 @@ func (r *Runner) execute(ctx context.Context, cancel context.CancelCauseFunc, jo
 		key, size, err := r.archive(endCtx, job, sb)
 		if err != nil {
 			log.Error("archive workspace", "err", mask(job, err.Error()))
-			emit.Emit(endCtx, drydock.EventError, map[string]any{"message": "archiving the workspace failed: " + drydock.ErrorMessage(err)})
+			emit.Emit(endCtx, drydock.EventError, drydock.ErrorEvent{Message: "archiving the workspace failed: " + drydock.ErrorMessage(err)})
 		} else {
 			result.ArtifactKey, result.ArtifactSize = key, size
-			emit.Emit(endCtx, drydock.EventArtifact, map[string]any{"size": size, "format": "tar.gz"})
+			emit.Emit(endCtx, drydock.EventArtifact, drydock.ArtifactEvent{Size: size, Format: "tar.gz"})
 			// The diff is stored only beside an archive: the API looks for
 			// it once the job has one.
 			if err := r.storeDiff(endCtx, job, sb); err != nil {
 				log.Warn("store the workspace's diff", "err", mask(job, err.Error()))
-				emit.Emit(endCtx, drydock.EventLog, map[string]any{"level": "warn", "message": "the workspace's diff could not be stored: " + drydock.ErrorMessage(err)})
+				emit.Emit(endCtx, drydock.EventLog, drydock.LogEvent{Level: "warn", Message: "the workspace's diff could not be stored: " + drydock.ErrorMessage(err)})
 			}
 		}
 	}
@@ -160,7 +160,7 @@ func (r *Runner) execute(ctx context.Context, cancel context.CancelCauseFunc, jo
 	// anything that reached them another way, are masked here.
 	result.Error, result.Summary = mask(job, result.Error), mask(job, result.Summary)
 	if result.Summary != "" {
-		emit.Emit(endCtx, drydock.EventSummary, map[string]any{"summary": result.Summary})
+		emit.Emit(endCtx, drydock.EventSummary, drydock.SummaryEvent{Summary: result.Summary})
 	}
 	r.noteUndelivered(endCtx, job, emit, log)
 	// Only a job with an archive can be followed up.
@@ -397,7 +397,7 @@ func (e *emitter) Emit(ctx context.Context, typ drydock.EventType, data any) err
 			ev.Data = []byte(m)
 			if !json.Valid(ev.Data) {
 				// A value that spans JSON's own syntax: keep nothing.
-				ev.Data = []byte(`{"message":"event hidden: it contained a secret value"}`)
+				ev.Data, _ = json.Marshal(drydock.ErrorEvent{Message: drydock.EventHiddenMessage})
 			}
 		}
 	}

@@ -16,8 +16,8 @@ import (
 // follow are any job's.
 func (r *Runner) holdForCaller(ctx context.Context, job *drydock.Job, sb *drydock.Sandbox, emit *emitter) error {
 	deadline, _ := ctx.Deadline()
-	emit.Emit(ctx, drydock.EventLog, map[string]any{"level": "info", "kind": "sandbox_held", "sandbox_id": sb.ID,
-		"message": fmt.Sprintf("sandbox %s is ready and held for you (agent %q) until %s or a cancel; run commands and write files in it through the API or MCP", sb.ID, drydock.AgentNone, deadline.UTC().Format(time.RFC3339))})
+	emit.Emit(ctx, drydock.EventLog, drydock.LogEvent{Level: "info", Kind: drydock.LogSandboxHeld, SandboxID: sb.ID,
+		Message: fmt.Sprintf("sandbox %s is ready and held for you (agent %q) until %s or a cancel; run commands and write files in it through the API or MCP", sb.ID, drydock.AgentNone, deadline.UTC().Format(time.RFC3339))})
 	<-ctx.Done()
 	return nil
 }

@@ -73,10 +73,7 @@ func (r *Runner) noteUndelivered(ctx context.Context, job *drydock.Job, emit dry
 			case drydock.EventUserMessage:
 				msgs = append(msgs, e.Seq)
 			case drydock.EventLog:
-				var n struct {
-					Kind string `json:"kind"`
-					Seq  int64  `json:"seq"`
-				}
+				var n drydock.LogEvent
 				if json.Unmarshal(e.Data, &n) == nil && n.Kind == drydock.LogMessageDelivered {
 					delivered[n.Seq] = true
 				}
@@ -91,7 +88,7 @@ func (r *Runner) noteUndelivered(ctx context.Context, job *drydock.Job, emit dry
 		if delivered[seq] {
 			continue
 		}
-		emit.Emit(ctx, drydock.EventLog, map[string]any{"level": "warn", "kind": drydock.LogMessageUndelivered, "seq": seq,
-			"message": fmt.Sprintf("The message of event %d came after the agent's last step; it was not delivered.", seq)})
+		emit.Emit(ctx, drydock.EventLog, drydock.LogEvent{Level: "warn", Kind: drydock.LogMessageUndelivered, Seq: seq,
+			Message: fmt.Sprintf("The message of event %d came after the agent's last step; it was not delivered.", seq)})
 	}
 }

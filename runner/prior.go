@@ -35,7 +35,7 @@ func (r *Runner) prior(ctx context.Context, job *drydock.Job) ([]*drydock.Event,
 	slices.Reverse(chain)
 	var out []*drydock.Event
 	for _, a := range chain {
-		out = append(out, drydock.NewEvent(a.ID, drydock.EventTask, map[string]any{"text": a.Task, "status": a.Status, "error": a.Error}))
+		out = append(out, drydock.NewEvent(a.ID, drydock.EventTask, drydock.TaskEvent{Text: a.Task, Status: a.Status, Error: a.Error}))
 		for after := int64(0); ; {
 			page, err := r.deps.Store.ListEvents(ctx, a.ID, after, priorPage)
 			if err != nil {

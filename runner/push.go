@@ -9,9 +9,6 @@ import (
 	"github.com/drydockhq/drydock"
 )
 
-// kindRepoPushed marks the log event of a completed job's push.
-const kindRepoPushed = "repo_pushed"
-
 // pushRepo commits what a completed job changed in its clone (the agent's
 // summary as the message, the job's author) and pushes it to the job's push
 // branch, with the same token and environment as the clone. The push names
@@ -30,11 +27,11 @@ func (r *Runner) pushRepo(ctx context.Context, job *drydock.Job, sb *drydock.San
 		result.Error = fmt.Sprintf("the job's work is in its archive, but pushing it to %s failed: %s", job.Repo.Push.Branch, drydock.ErrorMessage(err))
 		log.Warn("push failed", "branch", job.Repo.Push.Branch, "err", mask(job, err.Error()))
 	case commit == "":
-		emit.Emit(ctx, drydock.EventLog, map[string]any{"level": "info", "message": "the job changed nothing in the repository; nothing was pushed"})
+		emit.Emit(ctx, drydock.EventLog, drydock.LogEvent{Level: "info", Message: "the job changed nothing in the repository; nothing was pushed"})
 	default:
 		result.PushedCommit = commit
-		emit.Emit(ctx, drydock.EventLog, map[string]any{"level": "info", "kind": kindRepoPushed, "branch": job.Repo.Push.Branch, "commit": commit,
-			"message": fmt.Sprintf("pushed commit %s to branch %s of %s", commit, job.Repo.Push.Branch, job.Repo.URL)})
+		emit.Emit(ctx, drydock.EventLog, drydock.LogEvent{Level: "info", Kind: drydock.LogRepoPushed, Branch: job.Repo.Push.Branch, Commit: commit,
+			Message: fmt.Sprintf("pushed commit %s to branch %s of %s", commit, job.Repo.Push.Branch, job.Repo.URL)})
 		log.Info("pushed", "branch", job.Repo.Push.Branch, "commit", commit)
 	}
 }

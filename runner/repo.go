@@ -28,22 +28,6 @@ type repoExecer interface {
 // repoCloneTimeout bounds the clone (the job's own timeout bounds it too).
 const repoCloneTimeout = 30 * time.Minute
 
-// kindRepoCloned marks the log event written once the clone is complete,
-// which is how a recovered job knows not to clone again.
-const kindRepoCloned = "repo_cloned"
-
-// repoNotice is that event: it tells people and the agent's model what the
-// workspace holds (Notice puts it in the model's next prompt).
-type repoNotice struct {
-	Level   string `json:"level"`
-	Message string `json:"message"`
-	Notice  bool   `json:"notice"`
-	Kind    string `json:"kind"`
-	URL     string `json:"url"`
-	Ref     string `json:"ref,omitempty"`
-	Commit  string `json:"commit"`
-}
-
 // seedRepo clones the job's repository into the workspace before the agent
 // starts. git runs in the sandbox through toolboxd, so its traffic takes
 // the sandbox's egress proxy (which allows the repository's host and port
@@ -77,7 +61,7 @@ func (r *Runner) seedRepo(ctx context.Context, job *drydock.Job, sb *drydock.San
 	if repo.Ref != "" {
 		desc += " at " + repo.Ref
 	}
-	emit.Emit(ctx, drydock.EventLog, map[string]any{"level": "info", "message": "cloning " + desc})
+	emit.Emit(ctx, drydock.EventLog, drydock.LogEvent{Level: "info", Message: "cloning " + desc})
 	t0 := time.Now()
 	what := "cloning " + desc + " failed"
 	switch {
@@ -98,7 +82,7 @@ func (r *Runner) seedRepo(ctx context.Context, job *drydock.Job, sb *drydock.San
 		return err
 	}
 	msg := fmt.Sprintf("The workspace holds a clone of %s (commit %s).", desc, commit)
-	if err := emit.Emit(ctx, drydock.EventLog, repoNotice{Level: "info", Message: msg, Notice: true, Kind: kindRepoCloned,
+	if err := emit.Emit(ctx, drydock.EventLog, drydock.LogEvent{Level: "info", Message: msg, Notice: true, Kind: drydock.LogRepoCloned,
 		URL: repo.URL, Ref: repo.Ref, Commit: commit}); err != nil {
 		return err
 	}
@@ -193,7 +177,7 @@ func repoEnv(job *drydock.Job) (map[string]string, error) {
 // clonedCommit is the commit the job's log records a completed clone of,
 // or "" when there is none.
 func (r *Runner) clonedCommit(ctx context.Context, jobID string) (string, error) {
-	return r.loggedCommit(ctx, jobID, kindRepoCloned)
+	return r.loggedCommit(ctx, jobID, drydock.LogRepoCloned)
 }
 
 // loggedCommit is the commit of the first log event of this kind in the
@@ -208,7 +192,7 @@ func (r *Runner) loggedCommit(ctx context.Context, jobID, kind string) (string, 
 			if ev.Type != drydock.EventLog {
 				continue
 			}
-			var d struct{ Kind, Commit string }
+			var d drydock.LogEvent
 			if json.Unmarshal(ev.Data, &d) == nil && d.Kind == kind && d.Commit != "" {
 				return d.Commit, nil
 			}

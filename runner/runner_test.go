@@ -46,6 +46,20 @@ func (a *countingAgent) Run(ctx context.Context, run *drydock.AgentRun) (*drydoc
 	return a.inner.Run(ctx, run)
 }
 
+// checkedStore fails the test when the runner (or the agent through it)
+// appends an event whose data is not its kind's type.
+type checkedStore struct {
+	drydock.Store
+	t *testing.T
+}
+
+func (s checkedStore) AppendEvent(ctx context.Context, e *drydock.Event) error {
+	if err := drydock.CheckEventData(e.Type, e.Data); err != nil {
+		s.t.Errorf("event %s of job %s: %v", e.Type, e.JobID, err)
+	}
+	return s.Store.AppendEvent(ctx, e)
+}
+
 type bundle struct {
 	sandboxRoot string
 	store       *sqlite.Store
@@ -74,7 +88,7 @@ func setup(t *testing.T) *bundle {
 	dial := func(sb *drydock.Sandbox) conn { return conn{toolbox.New(sb.Endpoint, sb.Token)} }
 	ag := &countingAgent{inner: &fake.Agent{Dial: func(sb *drydock.Sandbox) fake.Workspace { return dial(sb) }}}
 	return &bundle{sandboxRoot: filepath.Join(dir, "sandboxes"), store: st, runtime: rt, agent: ag, deps: runner.Deps{
-		Store: st, Runtime: rt, Agent: ag, Artifacts: arts,
+		Store: checkedStore{st, t}, Runtime: rt, Agent: ag, Artifacts: arts,
 		Toolbox: func(sb *drydock.Sandbox) runner.Toolbox { return dial(sb) },
 	}}
 }

@@ -67,10 +67,10 @@ func (r *Runner) seedWorkspace(ctx context.Context, job *drydock.Job, sb *drydoc
 	}
 	// Without this record a recovery would unpack again over the agent's
 	// work, so a failure to write it fails the job before the agent runs.
-	return emit.Emit(ctx, drydock.EventLog, map[string]any{
-		"level": "info", "seed": seedSource,
-		"files": res.Files, "dirs": res.Dirs, "links": res.Links, "bytes": res.Bytes,
-		"message": fmt.Sprintf("workspace seeded from %s: %d files, %d directories, %d links, %d bytes", from, res.Files, res.Dirs, res.Links, res.Bytes),
+	return emit.Emit(ctx, drydock.EventLog, drydock.LogEvent{
+		Level: "info", Seed: seedSource,
+		Files: res.Files, Dirs: res.Dirs, Links: res.Links, Bytes: res.Bytes,
+		Message: fmt.Sprintf("workspace seeded from %s: %d files, %d directories, %d links, %d bytes", from, res.Files, res.Dirs, res.Links, res.Bytes),
 	})
 }
 
@@ -85,9 +85,7 @@ func (r *Runner) seeded(ctx context.Context, jobID string) (bool, error) {
 			if e.Type != drydock.EventLog {
 				continue
 			}
-			var d struct {
-				Seed string `json:"seed"`
-			}
+			var d drydock.LogEvent
 			if json.Unmarshal(e.Data, &d) == nil && d.Seed == seedSource {
 				return true, nil
 			}

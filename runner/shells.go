@@ -20,16 +20,6 @@ const shellRecoveryTimeout = 30 * time.Second
 // one sandbox, whatever its toolboxd lists: toolboxd allows 16.
 const maxRecoveredShells = 16
 
-// shellNotice is the log event that tells the agent's model what happened
-// to its shell; Notice makes the LLM agent show it in the next prompt
-// (agent/transcript.Notice reads the same fields).
-type shellNotice struct {
-	Level   string `json:"level"`
-	Message string `json:"message"`
-	Notice  bool   `json:"notice"`
-	Session string `json:"session"`
-}
-
 // recoverShells gives a recovered job its shells back. A command that ran
 // when the previous server stopped runs on in the sandbox, and so did
 // toolboxd's wait for that server's call: the agent's next command found
@@ -59,7 +49,7 @@ func (r *Runner) recoverShells(ctx context.Context, sb *drydock.Sandbox, emit *e
 		}
 		msg := stopCommand(ctx, tb, s, log)
 		log.Info("shell recovered", "session", s.ID, "command", s.Command)
-		emit.Emit(ctx, drydock.EventLog, shellNotice{Level: "warn", Message: msg, Notice: true, Session: s.ID})
+		emit.Emit(ctx, drydock.EventLog, drydock.LogEvent{Level: "warn", Message: msg, Notice: true, Session: s.ID})
 	}
 }
 

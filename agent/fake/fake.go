@@ -108,20 +108,20 @@ func (a *Agent) writeNotes(ctx context.Context, run *drydock.AgentRun, sc script
 		callID := fmt.Sprintf("call_%d", step)
 		path := fmt.Sprintf("notes/step-%03d.md", step)
 		body := fmt.Sprintf("# Step %d\n\nTask: %s\n", step, firstLine(run.Job.Task))
-		run.Events.Emit(ctx, drydock.EventModel, map[string]any{"text": fmt.Sprintf("Step %d: I will write %s.", step, path)})
+		run.Events.Emit(ctx, drydock.EventModel, drydock.ModelEvent{Step: step, Text: fmt.Sprintf("Step %d: I will write %s.", step, path)})
 		input, _ := json.Marshal(map[string]string{"command": "create", "path": path, "file_text": body})
-		run.Events.Emit(ctx, drydock.EventToolCall, map[string]any{"id": callID, "name": "str_replace_based_edit_tool", "input": json.RawMessage(input)})
-		obs := map[string]any{"id": callID, "name": "str_replace_based_edit_tool", "output": "File created successfully at: " + path}
+		run.Events.Emit(ctx, drydock.EventToolCall, drydock.ToolCallEvent{Step: step, ID: callID, Name: "str_replace_based_edit_tool", Input: input})
+		obs := drydock.ObservationEvent{Step: step, ID: callID, Name: "str_replace_based_edit_tool", Output: "File created successfully at: " + path}
 		if err := ws.WriteFile(ctx, path, []byte(body)); err != nil {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
-			obs["output"], obs["is_error"] = "Error: "+err.Error(), true
+			obs.Output, obs.IsError = "Error: "+err.Error(), true
 		}
 		run.Events.Emit(ctx, drydock.EventObservation, obs)
 		stepUsage := drydock.Usage{InputTokens: int64(200 + 50*step), OutputTokens: int64(len(body) / 4)}
 		usage = usage.Add(stepUsage)
-		run.Events.Emit(ctx, drydock.EventUsage, stepUsage)
+		run.Events.Emit(ctx, drydock.EventUsage, drydock.UsageEvent{Usage: stepUsage, Step: step})
 		if err := run.Progress(ctx, step, usage); err != nil {
 			return nil, fmt.Errorf("report progress: %w", err)
 		}

@@ -144,12 +144,8 @@ func (h *History) add(i int, e *drydock.Event) {
 		}
 		h.ix.Add(key, label, o.Output)
 	case drydock.EventError, drydock.EventLog:
-		var m struct {
-			Message string `json:"message"`
-			Kind    string `json:"kind"`
-			Notice  bool   `json:"notice"`
-			Step    int    `json:"step"`
-		}
+		// An error event's one field, message, is a log event's too.
+		var m drydock.LogEvent
 		if json.Unmarshal(e.Data, &m) != nil || m.Message == "" || strings.HasPrefix(m.Kind, "context") {
 			return
 		}

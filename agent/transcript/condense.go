@@ -103,9 +103,9 @@ func (w *Window) fold(ctx context.Context, units []*unit, before int) (int, erro
 	case err != nil:
 		c.Kind, c.Error = KindDigest, drydock.ErrorMessage(err)
 	case strings.TrimSpace(resp.Text) == "":
-		c.Kind, c.Error, c.Usage = KindDigest, "the model answered with no summary", resp.Usage
+		c.Kind, c.Error, c.Usage = KindDigest, "the model answered with no summary", drydock.TokenUsage(resp.Usage)
 	default:
-		c.Summary, c.Usage = strings.TrimSpace(resp.Text), resp.Usage
+		c.Summary, c.Usage = strings.TrimSpace(resp.Text), drydock.TokenUsage(resp.Usage)
 		c.Truncated = resp.StopReason == llm.StopMaxTokens
 	}
 	if c.Kind == KindDigest {

@@ -7,7 +7,9 @@ import (
 	"github.com/drydockhq/drydock/llm"
 )
 
-// ModelTurn is the data of an EventModel event: one reply of the model.
+// ModelTurn is the data of an EventModel event: one reply of the model,
+// with the provider's own types. Its JSON is a drydock.ModelEvent (a test
+// checks the fields match).
 type ModelTurn struct {
 	Step  int    `json:"step"`
 	Model string `json:"model,omitempty"`
@@ -51,56 +53,22 @@ func (t *ModelTurn) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
-// ToolCall is the data of an EventToolCall event, written as the call
-// starts; the model turn already holds it, this one is for watchers.
-type ToolCall struct {
-	Step  int             `json:"step"`
-	ID    string          `json:"id"`
-	Name  string          `json:"name"`
-	Input json.RawMessage `json:"input"`
-}
-
-// Observation is the data of an EventObservation event: what a tool call
-// returned, as the model sees it.
-type Observation struct {
-	Step    int    `json:"step"`
-	ID      string `json:"id"`
-	Name    string `json:"name"`
-	Output  string `json:"output"`
-	IsError bool   `json:"is_error,omitempty"`
-	// Images are kept as files in the workspace, not in the log.
-	Images []ImageRef `json:"images,omitempty"`
-	// OutputPath names the file (relative to the workspace) that holds the
-	// whole output when Output had to be cut.
-	OutputPath string `json:"output_path,omitempty"`
-	Truncated  bool   `json:"truncated,omitempty"`
-	// Summary is set on the observation of a successful finish call.
-	Summary string `json:"summary,omitempty"`
-	// Interrupted marks a call that an orchestrator restart cut short; its
-	// effect is unknown.
-	Interrupted bool `json:"interrupted,omitempty"`
-}
-
-// ImageRef names an image a tool returned, stored in the workspace.
-type ImageRef struct {
-	Path      string `json:"path"` // relative to the workspace
-	MediaType string `json:"media_type"`
-	Width     int    `json:"width,omitempty"`
-	Height    int    `json:"height,omitempty"`
-}
-
-// Notice is the data of an EventLog event that the agent addressed to the
-// model (a nudge, a stuck warning, a budget note). Log events without
-// Notice are for people only and stay out of the prompt.
-type Notice struct {
-	Level   string `json:"level"`
-	Message string `json:"message"`
-	Notice  bool   `json:"notice"`
-	Step    int    `json:"step,omitempty"`
-	// Images go with the message (a screenshot of the desktop after a
-	// person used it); shown like a tool's images, while among the latest.
-	Images []ImageRef `json:"images,omitempty"`
-}
+// The data of the agent's events are the root package's types; these
+// names keep the agent's code short.
+type (
+	// ToolCall is written as the call starts; the model turn already
+	// holds it, this one is for watchers.
+	ToolCall = drydock.ToolCallEvent
+	// Observation is what a tool call returned, as the model sees it.
+	Observation = drydock.ObservationEvent
+	// ImageRef names an image a tool returned, stored in the workspace.
+	ImageRef = drydock.ImageRef
+	// Notice is an EventLog event that the agent addressed to the model
+	// (Notice set: a nudge, a stuck warning, a budget note, a message).
+	// Log events without Notice are for people only and stay out of the
+	// prompt.
+	Notice = drydock.LogEvent
+)
 
 // Options shape the conversation.
 type Options struct {

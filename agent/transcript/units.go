@@ -128,12 +128,7 @@ func (l *log) add(e *drydock.Event) {
 			}
 		}
 	case drydock.EventLog:
-		var n struct {
-			Notice
-			Kind        string `json:"kind"`
-			ThroughStep int    `json:"through_step"`
-			Step        int    `json:"step"`
-		}
+		var n drydock.LogEvent
 		if json.Unmarshal(e.Data, &n) != nil {
 			return
 		}
@@ -148,7 +143,7 @@ func (l *log) add(e *drydock.Event) {
 			l.cutNotes[n.Step] = true
 			return
 		}
-		if !n.Notice.Notice || n.Message == "" {
+		if !n.Notice || n.Message == "" {
 			return
 		}
 		if u := l.last(); u != nil {

@@ -204,7 +204,7 @@ func (s *Server) addLocked(spec drydock.JobSpec, created time.Time) *drydock.Job
 	}
 	s.jobs[j.ID] = j
 	s.order = append(s.order, j.ID)
-	s.emitLocked(j.ID, drydock.EventStatus, map[string]any{"status": j.Status})
+	s.emitLocked(j.ID, drydock.EventStatus, drydock.StatusEvent{Status: j.Status})
 	return j
 }
 
@@ -223,11 +223,7 @@ func (s *Server) SetStatus(id string, status drydock.JobStatus, errMsg string) {
 		j.FinishedAt, j.WaitingFor = &now, ""
 	}
 	j.Status, j.Error = status, errMsg
-	data := map[string]any{"status": status}
-	if errMsg != "" {
-		data["error"] = errMsg
-	}
-	s.emitLocked(id, drydock.EventStatus, data)
+	s.emitLocked(id, drydock.EventStatus, drydock.StatusEvent{Status: status, Error: errMsg})
 }
 
 // SetProgress sets a job's step count, usage and summary.
@@ -239,7 +235,10 @@ func (s *Server) SetProgress(id string, steps int, usage drydock.Usage, summary 
 	s.bump()
 }
 
-// Emit appends an event to a job's log.
+// Emit appends an event to a job's log. The data of a known kind must be
+// the kind's type (drydock.CheckEventData), as the real server's are: a
+// test that feeds the fake another shape panics rather than pass against
+// data no server sends. Unknown kinds pass: a newer server may send them.
 func (s *Server) Emit(id string, typ drydock.EventType, data any) *drydock.Event {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -249,6 +248,11 @@ func (s *Server) Emit(id string, typ drydock.EventType, data any) *drydock.Event
 func (s *Server) emitLocked(id string, typ drydock.EventType, data any) *drydock.Event {
 	s.mustJob(id)
 	e := drydock.NewEvent(id, typ, data)
+	if _, known := drydock.EventDataTypes[typ]; known {
+		if err := drydock.CheckEventData(typ, e.Data); err != nil {
+			panic("clienttest: " + err.Error())
+		}
+	}
 	e.Seq = int64(len(s.events[id]) + 1)
 	e.Time = time.Now().UTC()
 	s.events[id] = append(s.events[id], e)
@@ -518,7 +522,7 @@ func (s *Server) cancel(w http.ResponseWriter, r *http.Request) {
 	if j.Status == drydock.StatusPending {
 		now := time.Now().UTC()
 		j.Status, j.FinishedAt = drydock.StatusCancelled, &now
-		s.emitLocked(j.ID, drydock.EventStatus, map[string]any{"status": j.Status})
+		s.emitLocked(j.ID, drydock.EventStatus, drydock.StatusEvent{Status: j.Status})
 	}
 	writeJSON(w, http.StatusAccepted, s.view(j))
 }

@@ -103,77 +103,73 @@ func (p *eventPrinter) print(e *drydock.Event) error {
 	if p.json {
 		return writeJSON(p.w, e)
 	}
-	var d map[string]any
-	_ = json.Unmarshal(e.Data, &d)
-	str := func(k string) string { s, _ := d[k].(string); return s }
+	// Data of a kind this CLI does not know, or that is not its kind's
+	// shape, is shown raw below.
+	d, _ := drydock.DecodeEventData(e.Type, e.Data)
 	ts := ansi(p.color, dim, e.Time.Local().Format("15:04:05"))
 	// line's text is made safe by its caller, before colouring.
 	line := func(label, labelColor, text string) error {
 		_, err := fmt.Fprintf(p.w, "%s %s %s\n", ts, ansi(p.color, labelColor, fmt.Sprintf("%-8s", safe(label))), text)
 		return err
 	}
-	switch e.Type {
-	case drydock.EventStatus:
-		st := drydock.JobStatus(str("status"))
-		text := ansi(p.color, statusColor(st)+";"+bold, safe(string(st)))
-		if msg := str("error"); msg != "" {
-			text += ": " + ansi(p.color, red, safe(firstLine(msg)))
+	switch d := d.(type) {
+	case *drydock.StatusEvent:
+		text := ansi(p.color, statusColor(d.Status)+";"+bold, safe(string(d.Status)))
+		if d.Error != "" {
+			text += ": " + ansi(p.color, red, safe(firstLine(d.Error)))
 		}
-		return line("status", statusColor(st), text)
-	case drydock.EventModel:
-		text := str("text")
-		if text == "" {
+		return line("status", statusColor(d.Status), text)
+	case *drydock.ModelEvent:
+		if d.Text == "" {
 			return nil // a turn with only tool calls: the tool_call events show them
 		}
-		return p.block("think", dim, ts, text, false)
-	case drydock.EventToolCall:
-		name := str("name")
-		input, _ := d["input"].(map[string]any)
-		return line("tool", cyan, ansi(p.color, bold, safe(name))+" "+safe(toolPreview(name, input, d["input"])))
-	case drydock.EventObservation:
-		isErr, _ := d["is_error"].(bool)
-		out := str("output")
-		if imgs, ok := d["images"].([]any); ok && len(imgs) > 0 {
-			out = strings.TrimSpace(out + fmt.Sprintf("\n[%d image(s)]", len(imgs)))
+		return p.block("think", dim, ts, d.Text, false)
+	case *drydock.ToolCallEvent:
+		var input any
+		_ = json.Unmarshal(d.Input, &input)
+		args, _ := input.(map[string]any)
+		return line("tool", cyan, ansi(p.color, bold, safe(d.Name))+" "+safe(toolPreview(d.Name, args, input)))
+	case *drydock.ObservationEvent:
+		out := d.Output
+		if len(d.Images) > 0 {
+			out = strings.TrimSpace(out + fmt.Sprintf("\n[%d image(s)]", len(d.Images)))
 		}
-		if isErr {
+		if d.IsError {
 			return p.block("failed", red, ts, out, true)
 		}
 		return p.block("output", dim, ts, out, false)
-	case drydock.EventError:
-		return line("error", red, ansi(p.color, red, safe(firstLine(str("message")))))
-	case drydock.EventUserMessage:
-		text := str("text")
-		if from := str("from"); from != "" {
-			text = "(from " + from + ") " + text
+	case *drydock.ErrorEvent:
+		return line("error", red, ansi(p.color, red, safe(firstLine(d.Message))))
+	case *drydock.UserMessage:
+		text := d.Text
+		if d.From != "" {
+			text = "(from " + d.From + ") " + text
 		}
 		return p.block("message", yellow, ts, text, false)
-	case drydock.EventLog:
-		switch str("kind") {
+	case *drydock.LogEvent:
+		switch d.Kind {
 		case drydock.LogMessageDelivered:
 			// The text is the user_message's, shown there already.
-			seq, _ := d["seq"].(float64)
-			return line("log", dim, fmt.Sprintf("the agent received the message of event %d", int64(seq)))
+			return line("log", dim, fmt.Sprintf("the agent received the message of event %d", d.Seq))
 		case drydock.LogAskUser:
-			return p.block("asks", yellow, ts, str("question"), false)
+			return p.block("asks", yellow, ts, d.Question, false)
 		}
 		lc := dim
-		if lv := str("level"); lv == "error" || lv == "warn" {
+		if d.Level == "error" || d.Level == "warn" {
 			lc = yellow
 		}
-		return line("log", lc, safe(truncate(firstLine(str("message")), outputRunes)))
-	case drydock.EventCondensation:
+		return line("log", lc, safe(truncate(firstLine(d.Message), outputRunes)))
+	case *drydock.CondensationEvent:
 		return line("memory", dim, "older steps were summarized to fit the model's context")
-	case drydock.EventArtifact:
-		size, _ := d["size"].(float64)
-		format := str("format")
+	case *drydock.ArtifactEvent:
+		format := d.Format
 		if format == "" {
 			format = "archive"
 		}
-		return line("archive", green, fmt.Sprintf("workspace archived (%s, %s)", bytesize(int64(size)), safe(format)))
-	case drydock.EventSummary:
-		return p.block("summary", green, ts, str("summary"), false)
-	case drydock.EventUsage:
+		return line("archive", green, fmt.Sprintf("workspace archived (%s, %s)", bytesize(d.Size), safe(format)))
+	case *drydock.SummaryEvent:
+		return p.block("summary", green, ts, d.Summary, false)
+	case *drydock.UsageEvent:
 		return nil // the final line sums it up
 	}
 	return line(string(e.Type), dim, safe(truncate(string(e.Data), previewRunes)))

@@ -216,7 +216,7 @@ var errHeldReady = errors.New("held sandbox ready")
 func (c created) waitHeld(ctx context.Context) error {
 	g, cl, j := c.g, c.cl, c.job
 	err := cl.StreamEvents(ctx, j.ID, 0, func(e *drydock.Event) error {
-		if e.Type == drydock.EventLog && strings.Contains(string(e.Data), `"kind":"sandbox_held"`) {
+		if drydock.LogKind(e) == drydock.LogSandboxHeld {
 			return errHeldReady
 		}
 		return nil

@@ -31,11 +31,6 @@ func EventData(e *drydock.Event) ([]byte, error) {
 // job is created, finishes or is cancelled while pending.
 func StatusData(status drydock.JobStatus, msg string) []byte {
 	// Two strings always encode: json.Marshal replaces bad UTF-8.
-	b, _ := json.Marshal(statusData{Status: status, Error: msg})
+	b, _ := json.Marshal(drydock.StatusEvent{Status: status, Error: msg})
 	return b
-}
-
-type statusData struct {
-	Status drydock.JobStatus `json:"status"`
-	Error  string            `json:"error,omitempty"`
 }

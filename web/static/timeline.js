@@ -1,5 +1,6 @@
 // Rendering of a job's events as a timeline.
 import { h, bytes } from './util.js';
+import { call, filesURL } from './api.js';
 import { renderPause } from './pause.js';
 
 const LONG = 4000; // characters shown before "show all"
@@ -18,17 +19,24 @@ function text(s, cls = '') {
     h('details', {}, h('summary', {}, `show all ${s.length.toLocaleString()} characters`), h('pre', { class: cls }, s)));
 }
 
-// imageSrc accepts the shapes an observation may carry an image in: a data
-// URL, bare base64 (PNG), or {media_type|mime_type, data|base64}.
-function imageSrc(img) {
-  if (typeof img === 'string') return img.startsWith('data:image/') ? img : `data:image/png;base64,${img}`;
-  if (img && typeof img === 'object') {
-    const data = img.data ?? img.base64 ?? img.png;
-    const type = img.media_type ?? img.mime_type ?? 'image/png';
-    if (typeof data === 'string' && /^image\/[a-z0-9.+-]+$/.test(type)) return `data:${type};base64,${data}`;
-    if (typeof img.url === 'string' && img.url.startsWith('data:image/')) return img.url;
-  }
-  return '';
+// shot is an image a tool saved in the job's workspace (an ImageRef),
+// fetched with the token through the files route. Its path comes from the
+// agent: one that could climb out of the files route is not fetched.
+function shot(jobID, img, alt) {
+  const path = typeof img?.path === 'string' ? img.path : '';
+  const parts = path.split('/');
+  if (!jobID || !path || parts.some((p) => p === '' || p === '.' || p === '..')) return null;
+  const el = h('img', { class: 'shot', alt, loading: 'lazy' });
+  if (img.width > 0 && img.height > 0) Object.assign(el, { width: img.width, height: img.height });
+  call(filesURL(jobID, path), { raw: true }).then(async (resp) => {
+    if (!(resp.headers.get('Content-Type') || '').startsWith('image/')) {
+      resp.body?.cancel();
+      throw new Error('not an image');
+    }
+    el.src = URL.createObjectURL(await resp.blob());
+    el.addEventListener('load', () => URL.revokeObjectURL(el.src), { once: true });
+  }).catch((err) => el.replaceWith(h('p', { class: 'muted small' }, `${path}: ${err.message}`)));
+  return el;
 }
 
 function toolArgs(name, input) {
@@ -68,10 +76,10 @@ export function render(ev) {
     case 'tool_call':
       return item('tool call', h('p', {}, h('code', { class: 'tool-name' }, d.name ?? '?')), toolArgs(d.name, d.input));
     case 'observation': {
-      const imgs = (Array.isArray(d.images) ? d.images : []).map(imageSrc).filter(Boolean);
+      const imgs = (Array.isArray(d.images) ? d.images : [])
+        .map((img, i) => shot(ev.job_id, img, `screenshot ${i + 1} from ${d.name ?? 'the tool'}`)).filter(Boolean);
       return item(d.is_error ? 'tool error' : 'output',
-        d.output ? text(d.output, d.is_error ? 'error' : '') : null,
-        imgs.map((src, i) => h('img', { class: 'shot', src, alt: `screenshot ${i + 1} from ${d.name ?? 'the tool'}`, loading: 'lazy' })));
+        d.output ? text(d.output, d.is_error ? 'error' : '') : null, imgs);
     }
     case 'error':
       return item('error', h('p', { class: 'error' }, d.message ?? JSON.stringify(d)));
@@ -79,7 +87,7 @@ export function render(ev) {
       return item('memory', h('p', {}, 'Older steps were summarized to fit the model\'s context.'),
         d.summary ? h('details', {}, h('summary', {}, 'summary'), text(d.summary, 'prose')) : null);
     case 'artifact':
-      return item('archive', h('p', {}, `Workspace archived (${bytes(d.size ?? 0)}${d.files ? `, ${d.files} files` : ''}).`));
+      return item('archive', h('p', {}, `Workspace archived (${bytes(d.size ?? 0)}${d.format ? `, ${d.format}` : ''}).`));
     case 'summary':
       return item('summary', text(d.summary ?? '', 'prose'));
     case 'paused':

@@ -199,6 +199,8 @@ func (g *gen) classes(body *bytes.Buffer) []string {
 	for _, line := range strings.Split(body.String(), "\n") {
 		if rest, ok := strings.CutPrefix(line, "class "); ok {
 			out = append(out, rest[:strings.IndexByte(rest, '(')])
+		} else if n, _, ok := strings.Cut(line, " = TypedDict("); ok && isIdent(n) {
+			out = append(out, n)
 		}
 	}
 	sort.Strings(out)
@@ -223,19 +225,32 @@ func (g *gen) class(w *bytes.Buffer, name string, s *schema) error {
 		fmt.Fprintf(w, "\n\n%s = %s\n", name, t)
 		return nil
 	}
-	fmt.Fprintf(w, "\n\nclass %s(TypedDict, total=False):\n", name)
-	if d := firstSentence(s.Description); d != "" {
-		fmt.Fprintf(w, "    %q\n\n", d)
-	}
 	props := make([]string, 0, len(s.Properties))
+	functional := false
 	for p := range s.Properties {
 		props = append(props, p)
+		if !isIdent(p) {
+			if !isKeyword(p) {
+				return fmt.Errorf("schema %s: property %q is not a Python identifier", name, p)
+			}
+			// A keyword ("from") cannot name a class attribute, only a
+			// key of TypedDict's functional form.
+			functional = true
+		}
 	}
 	sort.Strings(props)
-	for _, p := range props {
-		if !isIdent(p) {
-			return fmt.Errorf("schema %s: property %q is not a Python identifier", name, p)
+	if functional {
+		if d := firstSentence(s.Description); d != "" {
+			fmt.Fprintf(w, "\n\n# %s", d)
 		}
+		fmt.Fprintf(w, "\n%s = TypedDict(%q, {\n", name, name)
+	} else {
+		fmt.Fprintf(w, "\n\nclass %s(TypedDict, total=False):\n", name)
+		if d := firstSentence(s.Description); d != "" {
+			fmt.Fprintf(w, "    %q\n\n", d)
+		}
+	}
+	for _, p := range props {
 		t, err := g.pyType(name+camel(p), s.Properties[p])
 		if err != nil {
 			return fmt.Errorf("schema %s, property %s: %w", name, p, err)
@@ -244,7 +259,16 @@ func (g *gen) class(w *bytes.Buffer, name string, s *schema) error {
 			g.typing["Required"] = true
 			t = "Required[" + t + "]"
 		}
-		fmt.Fprintf(w, "    %s: %s\n", p, t)
+		if functional {
+			// Quoted: the functional form evaluates its values at once,
+			// and t may name a class written further down.
+			fmt.Fprintf(w, "    %q: %q,\n", p, t)
+		} else {
+			fmt.Fprintf(w, "    %s: %s\n", p, t)
+		}
+	}
+	if functional {
+		fmt.Fprintf(w, "}, total=False)\n")
 	}
 	return nil
 }
@@ -376,11 +400,15 @@ func isIdent(s string) bool {
 			return false
 		}
 	}
+	return !isKeyword(s)
+}
+
+func isKeyword(s string) bool {
 	switch s {
 	case "from", "class", "def", "import", "global", "lambda", "pass", "return", "in", "is", "not", "and", "or", "if", "else", "for", "while", "with", "as", "try", "except", "finally", "raise", "del", "yield", "None", "True", "False", "async", "await", "assert", "break", "continue", "elif", "nonlocal":
-		return false
+		return true
 	}
-	return true
+	return false
 }
 
 func firstSentence(s string) string {

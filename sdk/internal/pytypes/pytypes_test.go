@@ -66,10 +66,29 @@ func TestGenerateMapsEveryKindOfSchema(t *testing.T) {
 	}
 }
 
+// A property named by a Python keyword ("from" of a message) cannot be a
+// class attribute; the TypedDict takes the functional form, which any
+// key can name.
+func TestGenerateNamesKeywordPropertiesInTheFunctionalForm(t *testing.T) {
+	t.Parallel()
+	out, err := pytypes.Generate([]byte(`{"components": {"schemas": {"Msg": {"type": "object", "description": "A message.", "properties": {"text": {"type": "string"}, "from": {"type": "string"}}}}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := string(out)
+	for _, want := range []string{
+		`__all__ = ["Msg"]`,
+		"# A message.\nMsg = TypedDict(\"Msg\", {\n    \"from\": \"str\",\n    \"text\": \"str\",\n}, total=False)\n",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the module lacks %q:\n%s", want, got)
+		}
+	}
+}
+
 func TestGenerateRefusesWhatPythonCannotName(t *testing.T) {
 	t.Parallel()
 	for name, doc := range map[string]string{
-		"a keyword":         `{"components": {"schemas": {"S": {"type": "object", "properties": {"from": {"type": "string"}}}}}}`,
 		"a dash":            `{"components": {"schemas": {"S": {"type": "object", "properties": {"a-b": {"type": "string"}}}}}}`,
 		"a foreign $ref":    `{"components": {"schemas": {"S": {"type": "object", "properties": {"a": {"$ref": "other.json#/x"}}}}}}`,
 		"an unknown type":   `{"components": {"schemas": {"S": {"type": "object", "properties": {"a": {"type": "decimal"}}}}}}`,

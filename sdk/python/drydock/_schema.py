@@ -5,7 +5,14 @@ from __future__ import annotations
 
 from typing import Any, Literal, Required, TypedDict
 
-__all__ = ["CommandRequest", "CommandResult", "CreateJob", "EgressRequest", "Error", "ErrorError", "Event", "EventPage", "FileInfo", "FollowUpRequest", "Job", "JobPage", "JobUsage", "Link", "LinkRequest", "Listing", "MessageRequest", "Repo", "RepoPush", "Trajectory", "WriteFileRequest", "WrittenFile"]
+__all__ = ["ArtifactEvent", "CommandRequest", "CommandResult", "CondensationEvent", "CreateJob", "EgressNote", "EgressRequest", "Error", "ErrorError", "ErrorEvent", "Event", "EventPage", "FileInfo", "FollowUpRequest", "ImageRef", "Job", "JobPage", "JobUsage", "Link", "LinkRequest", "Listing", "LogEvent", "MessageRequest", "ModelEvent", "ModelToolCall", "ObservationEvent", "PauseEvent", "Repo", "RepoPush", "StatusEvent", "SummaryEvent", "TokenUsage", "ToolCallEvent", "Trajectory", "UsageEvent", "UserMessage", "WriteFileRequest", "WrittenFile"]
+
+
+class ArtifactEvent(TypedDict, total=False):
+    "The data of an artifact event: the workspace was archived."
+
+    format: str
+    size: int
 
 
 class CommandRequest(TypedDict, total=False):
@@ -22,6 +29,23 @@ class CommandResult(TypedDict, total=False):
     shell_exited: bool
     timed_out: bool
     truncated: bool
+
+
+class CondensationEvent(TypedDict, total=False):
+    "The data of a condensation event: a summary that replaced older steps in the prompt (the steps stay in the log)."
+
+    budget: int
+    depth: int
+    error: str
+    from_step: int
+    kind: str
+    model: str
+    summary: str
+    through_step: int
+    tokens_after: int
+    tokens_before: int
+    truncated: bool
+    usage: TokenUsage
 
 
 class CreateJob(TypedDict, total=False):
@@ -43,6 +67,19 @@ class CreateJob(TypedDict, total=False):
 Duration = str | float
 
 
+class EgressNote(TypedDict, total=False):
+    "The egress part of a log event: a changed allowlist (list, present even when empty, which allows nothing; added, removed, by) or a refused connection (dest, status, reason, not_recorded)."
+
+    added: list[str]
+    by: str
+    dest: str
+    list: list[str]
+    not_recorded: int
+    reason: str
+    removed: list[str]
+    status: int
+
+
 class EgressRequest(TypedDict, total=False):
     egress: Required[list[str]]
 
@@ -51,8 +88,14 @@ class Error(TypedDict, total=False):
     error: Required[ErrorError]
 
 
+class ErrorEvent(TypedDict, total=False):
+    "The data of an error event: a failure the agent saw."
+
+    message: str
+
+
 class Event(TypedDict, total=False):
-    data: dict[str, Any]
+    data: StatusEvent | LogEvent | ModelEvent | ToolCallEvent | ObservationEvent | UsageEvent | ErrorEvent | CondensationEvent | ArtifactEvent | SummaryEvent | UserMessage | PauseEvent
     job_id: str
     seq: int
     time: str
@@ -87,6 +130,15 @@ class FollowUpRequest(TypedDict, total=False):
     secrets: dict[str, str]
     text: Required[str]
     timeout: Duration
+
+
+class ImageRef(TypedDict, total=False):
+    "An image saved in the job's workspace (GET /v1/jobs/{id}/files/{path} serves it)."
+
+    height: int
+    media_type: str
+    path: str
+    width: int
 
 
 class Job(TypedDict, total=False):
@@ -155,8 +207,96 @@ class Listing(TypedDict, total=False):
     truncated: bool
 
 
+# The data of a log event: a note of the orchestrator or the agent.
+LogEvent = TypedDict("LogEvent", {
+    "attempt": "int",
+    "branch": "str",
+    "budget": "int",
+    "bytes": "int",
+    "command": "str",
+    "commit": "str",
+    "dirs": "int",
+    "egress": "EgressNote",
+    "exit_code": "int",
+    "files": "int",
+    "from": "str",
+    "images": "list[ImageRef]",
+    "isolation": "str",
+    "kind": "str",
+    "level": "str",
+    "links": "int",
+    "message": "str",
+    "node": "str",
+    "notice": "bool",
+    "output_bytes": "int",
+    "path": "str",
+    "question": "str",
+    "ref": "str",
+    "sandbox_id": "str",
+    "seed": "str",
+    "seq": "int",
+    "session": "str",
+    "size": "int",
+    "step": "int",
+    "through_step": "int",
+    "tokens_after": "int",
+    "tokens_before": "int",
+    "url": "str",
+}, total=False)
+
+
 class MessageRequest(TypedDict, total=False):
     text: Required[str]
+
+
+class ModelEvent(TypedDict, total=False):
+    "The data of a model event: one turn of the model."
+
+    model: str
+    reasoning: Any
+    reasoning_omitted: bool
+    state: Any
+    step: int
+    stop_reason: str
+    text: str
+    thinking: Any
+    thinking_omitted: bool
+    tool_calls: list[ModelToolCall]
+
+
+class ModelToolCall(TypedDict, total=False):
+    "A tool call as the model turn holds it; each also has its own tool_call event."
+
+    id: str
+    input: Any
+    name: str
+
+
+class ObservationEvent(TypedDict, total=False):
+    "The data of an observation event: what a tool call returned, as the model read it."
+
+    id: str
+    images: list[ImageRef]
+    interrupted: bool
+    is_error: bool
+    name: str
+    output: str
+    output_path: str
+    step: int
+    summary: str
+    truncated: bool
+
+
+# The data of paused and resumed events.
+PauseEvent = TypedDict("PauseEvent", {
+    "by": "str",
+    "expired": "bool",
+    "from": "str",
+    "reason": "str",
+    "seconds": "float",
+    "still_paused": "bool",
+    "to": "str",
+}, total=False)
 
 
 class Repo(TypedDict, total=False):
@@ -168,12 +308,70 @@ class Repo(TypedDict, total=False):
     url: Required[str]
 
 
+class StatusEvent(TypedDict, total=False):
+    "The data of a status event: a lifecycle transition of the job."
+
+    error: str
+    node: str
+    status: str
+
+
+class SummaryEvent(TypedDict, total=False):
+    "The data of a summary event: the agent's final report."
+
+    summary: str
+
+
+class TokenUsage(TypedDict, total=False):
+    "A model call's tokens as the provider reported them."
+
+    cache_read_tokens: int
+    cache_write_tokens: int
+    input_tokens: int
+    output_tokens: int
+    reasoning_tokens: int
+
+
+class ToolCallEvent(TypedDict, total=False):
+    "The data of a tool_call event, written as the call starts."
+
+    id: str
+    input: Any
+    name: str
+    step: int
+
+
 class Trajectory(TypedDict, total=False):
     "A job with its whole event log (format drydock.trajectory/v1): what GET /v1/jobs/{id}/trajectory sends and drydock replay reads."
 
     events: Required[list[Event]]
     format: Required[Literal["drydock.trajectory/v1"]]
     job: Required[Job]
+
+
+class UsageEvent(TypedDict, total=False):
+    "The data of a usage event: the tokens and cost of one model call."
+
+    cache_read_tokens: int
+    cache_write_tokens: int
+    context_budget: int
+    cost_known: bool
+    cost_usd: float
+    input_tokens: int
+    kind: str
+    model: str
+    output_tokens: int
+    prompt_counted: int
+    prompt_estimate: int
+    reasoning_tokens: int
+    step: int
+
+
+# The data of a user_message event: a person's message to the job's agent.
+UserMessage = TypedDict("UserMessage", {
+    "from": "str",
+    "text": "str",
+}, total=False)
 
 
 class WriteFileRequest(TypedDict, total=False):

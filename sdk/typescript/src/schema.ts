@@ -734,12 +734,192 @@ export interface components {
             type?: "status" | "log" | "model" | "tool_call" | "observation" | "usage" | "error" | "condensation" | "artifact" | "summary" | "user_message" | "paused" | "resumed";
             /** Format: date-time */
             time?: string;
-            data?: Record<string, never>;
+            /** @description The kind's payload, by type: status: StatusEvent, log: LogEvent, model: ModelEvent, tool_call: ToolCallEvent, observation: ObservationEvent, usage: UsageEvent, error: ErrorEvent, condensation: CondensationEvent, artifact: ArtifactEvent, summary: SummaryEvent, user_message: UserMessage, paused: PauseEvent, resumed: PauseEvent. Readers ignore fields they do not know: later servers may add some. */
+            data?: components["schemas"]["StatusEvent"] | components["schemas"]["LogEvent"] | components["schemas"]["ModelEvent"] | components["schemas"]["ToolCallEvent"] | components["schemas"]["ObservationEvent"] | components["schemas"]["UsageEvent"] | components["schemas"]["ErrorEvent"] | components["schemas"]["CondensationEvent"] | components["schemas"]["ArtifactEvent"] | components["schemas"]["SummaryEvent"] | components["schemas"]["UserMessage"] | components["schemas"]["PauseEvent"];
         };
         EventPage: {
             events?: components["schemas"]["Event"][];
             next_after?: number;
             done?: boolean;
+        };
+        /** @description The data of a status event: a lifecycle transition of the job. */
+        StatusEvent: {
+            /** @description pending, running, complete, error or cancelled. */
+            status?: string;
+            error?: string;
+            node?: string;
+        };
+        /** @description The data of a log event: a note of the orchestrator or the agent. level and message are always there; kind, when present, says which note it is (message_delivered, message_undelivered, ask_user, context_mask, context_cut, sandbox, sandbox_held, repo_cloned, repo_pushed, caller_command, caller_write) and which other fields it carries. notice marks notes the agent's model reads too. */
+        LogEvent: {
+            /** @description info, warn or error. */
+            level?: string;
+            message?: string;
+            notice?: boolean;
+            kind?: string;
+            step?: number;
+            images?: components["schemas"]["ImageRef"][];
+            /** @description The user_message event delivered (message_delivered) or never delivered (message_undelivered). */
+            seq?: number;
+            from?: string;
+            question?: string;
+            through_step?: number;
+            tokens_before?: number;
+            tokens_after?: number;
+            budget?: number;
+            session?: string;
+            node?: string;
+            attempt?: number;
+            sandbox_id?: string;
+            isolation?: string;
+            url?: string;
+            ref?: string;
+            branch?: string;
+            commit?: string;
+            seed?: string;
+            files?: number;
+            dirs?: number;
+            links?: number;
+            bytes?: number;
+            egress?: components["schemas"]["EgressNote"];
+            command?: string;
+            exit_code?: number;
+            output_bytes?: number;
+            path?: string;
+            size?: number;
+        };
+        /** @description The egress part of a log event: a changed allowlist (list, present even when empty, which allows nothing; added, removed, by) or a refused connection (dest, status, reason, not_recorded). */
+        EgressNote: {
+            list?: string[];
+            added?: string[];
+            removed?: string[];
+            by?: string;
+            dest?: string;
+            status?: number;
+            reason?: string;
+            not_recorded?: number;
+        };
+        /** @description The data of a model event: one turn of the model. */
+        ModelEvent: {
+            step?: number;
+            model?: string;
+            /** @description The provider's record of the turn's reasoning, {"provider", "data"}, kept to send back with the turn; opaque. */
+            reasoning?: unknown;
+            reasoning_omitted?: boolean;
+            /** @description Written by earlier servers instead of reasoning: Anthropic's thinking blocks; opaque. */
+            thinking?: unknown;
+            thinking_omitted?: boolean;
+            text?: string;
+            tool_calls?: components["schemas"]["ModelToolCall"][];
+            stop_reason?: string;
+            /** @description Written by earlier servers instead of reasoning: OpenAI's record of the turn; opaque. */
+            state?: unknown;
+        };
+        /** @description A tool call as the model turn holds it; each also has its own tool_call event. */
+        ModelToolCall: {
+            id?: string;
+            name?: string;
+            /** @description The tool's arguments, a JSON object. */
+            input?: unknown;
+        };
+        /** @description The data of a tool_call event, written as the call starts. */
+        ToolCallEvent: {
+            step?: number;
+            id?: string;
+            name?: string;
+            /** @description The tool's arguments, a JSON object. */
+            input?: unknown;
+        };
+        /** @description The data of an observation event: what a tool call returned, as the model read it. */
+        ObservationEvent: {
+            step?: number;
+            id?: string;
+            name?: string;
+            output?: string;
+            is_error?: boolean;
+            images?: components["schemas"]["ImageRef"][];
+            /** @description The workspace file holding the whole output when output was truncated. */
+            output_path?: string;
+            truncated?: boolean;
+            summary?: string;
+            interrupted?: boolean;
+        };
+        /** @description An image saved in the job's workspace (GET /v1/jobs/{id}/files/{path} serves it). */
+        ImageRef: {
+            path?: string;
+            media_type?: string;
+            width?: number;
+            height?: number;
+        };
+        /** @description The data of a usage event: the tokens and cost of one model call. */
+        UsageEvent: {
+            input_tokens?: number;
+            output_tokens?: number;
+            cache_read_tokens?: number;
+            cache_write_tokens?: number;
+            cost_usd?: number;
+            step?: number;
+            model?: string;
+            cost_known?: boolean;
+            kind?: string;
+            prompt_counted?: number;
+            prompt_estimate?: number;
+            context_budget?: number;
+            reasoning_tokens?: number;
+        };
+        /** @description The data of an error event: a failure the agent saw. */
+        ErrorEvent: {
+            message?: string;
+        };
+        /** @description The data of a condensation event: a summary that replaced older steps in the prompt (the steps stay in the log). */
+        CondensationEvent: {
+            kind?: string;
+            summary?: string;
+            from_step?: number;
+            through_step?: number;
+            depth?: number;
+            truncated?: boolean;
+            tokens_before?: number;
+            tokens_after?: number;
+            budget?: number;
+            usage?: components["schemas"]["TokenUsage"];
+            model?: string;
+            error?: string;
+        };
+        /** @description A model call's tokens as the provider reported them. */
+        TokenUsage: {
+            input_tokens?: number;
+            output_tokens?: number;
+            cache_read_tokens?: number;
+            cache_write_tokens?: number;
+            reasoning_tokens?: number;
+        };
+        /** @description The data of an artifact event: the workspace was archived. */
+        ArtifactEvent: {
+            /** @description Bytes of the archive. */
+            size?: number;
+            /** @description tar.gz */
+            format?: string;
+        };
+        /** @description The data of a summary event: the agent's final report. */
+        SummaryEvent: {
+            summary?: string;
+        };
+        /** @description The data of a user_message event: a person's message to the job's agent. */
+        UserMessage: {
+            text?: string;
+            from?: string;
+        };
+        /** @description The data of paused and resumed events. from, to and seconds bound the pause a resumed event ended; still_paused: another reason holds the job; expired: a control lease ended because its viewer stopped renewing it. */
+        PauseEvent: {
+            reason?: string;
+            by?: string;
+            /** Format: date-time */
+            from?: string;
+            /** Format: date-time */
+            to?: string;
+            seconds?: number;
+            still_paused?: boolean;
+            expired?: boolean;
         };
         FileInfo: {
             name: string;

@@ -11,6 +11,24 @@ export type JobPage = Schemas["JobPage"];
 export type Event = Schemas["Event"];
 export type EventType = NonNullable<Event["type"]>;
 export type EventPage = Schemas["EventPage"];
+/** The data of each type of event (the root package's eventdata.go). */
+export interface EventDataByType {
+  status: Schemas["StatusEvent"];
+  log: Schemas["LogEvent"];
+  model: Schemas["ModelEvent"];
+  tool_call: Schemas["ToolCallEvent"];
+  observation: Schemas["ObservationEvent"];
+  usage: Schemas["UsageEvent"];
+  error: Schemas["ErrorEvent"];
+  condensation: Schemas["CondensationEvent"];
+  artifact: Schemas["ArtifactEvent"];
+  summary: Schemas["SummaryEvent"];
+  user_message: Schemas["UserMessage"];
+  paused: Schemas["PauseEvent"];
+  resumed: Schemas["PauseEvent"];
+}
+/** The data of an event of type T: `(e.data as EventData<"log">).kind` once `e.type === "log"`. */
+export type EventData<T extends EventType> = EventDataByType[T];
 export type FileInfo = Schemas["FileInfo"];
 export type Listing = Schemas["Listing"];
 export type Link = Schemas["Link"];
