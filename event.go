@@ -23,7 +23,7 @@ const (
 	EventSummary      EventType = "summary"      // SummaryEvent: the agent's final report
 )
 
-// Kinds of EventLog events of messages to a job's agent (issue 16 §1, msg).
+// Kinds of EventLog events of messages to a job's agent.
 const (
 	// LogMessageDelivered (a LogEvent with kind, seq, step, message,
 	// from, notice): the agent received the user_message numbered seq before the
@@ -39,7 +39,7 @@ const (
 	LogMessageUndelivered = "message_undelivered"
 )
 
-// Follow-ups (issue 16, part "follow").
+// Follow-ups.
 const (
 	// EventTask (TaskEvent): the task a job of a chain
 	// of follow-ups was given and how it ended. No log stores it: the

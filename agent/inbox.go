@@ -9,7 +9,7 @@ import (
 	"github.com/drydockhq/drydock"
 )
 
-// Messages to a running job (issue 16 §1). A user_message event is the
+// Messages to a running job. A user_message event is the
 // durable record of a message; the agent delivers it by appending a
 // LogMessageDelivered notice that carries the text (masked like every
 // event the agent writes). The transcript shows notices where they stand

@@ -8,7 +8,7 @@ import (
 	"github.com/drydockhq/drydock/agent/transcript"
 )
 
-// A follow-up (issue 16) continues a finished job. The runner gives its
+// A follow-up continues a finished job. The runner gives its
 // ancestors' conversation as AgentRun.Prior; the run reads it as the start
 // of its own log, so the prompt is built from it by the same Window, under
 // the same budget (masked and summarised as any long log is), and a

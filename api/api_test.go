@@ -607,7 +607,7 @@ func TestCreateKeepsBudgetAndEgress(t *testing.T) {
 
 // Development mode lasts exactly while no token exists: the first token
 // created on a running server closes anonymous access at once, and revoking
-// the last one reopens it, without a restart (issue 14).
+// the last one reopens it, without a restart.
 func TestDevelopmentModeIsDecidedPerRequest(t *testing.T) {
 	t.Parallel()
 	b := setup(t, true)

@@ -12,7 +12,7 @@ import (
 	"github.com/drydockhq/drydock/toolbox"
 )
 
-// A held sandbox (a job scheduled with agent "none", issue 18) is the
+// A held sandbox (a job scheduled with agent "none") is the
 // caller's: these routes run commands and write files in it, through the
 // same toolboxd path the agent's bash and editor tools take.
 

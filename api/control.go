@@ -16,8 +16,8 @@ import (
 // replica killed) holds the agent for at most this long.
 const DefaultControlTTL = 30 * time.Second
 
-// controlLease is one desktop connection's hold on the job's control
-// (issue 16 §2). It lives in the store, so every replica, and the runner
+// controlLease is one desktop connection's hold on the job's control.
+// It lives in the store, so every replica, and the runner
 // that holds the agent, agree on who has it. It is taken when the
 // connection opens, renewed every third of its TTL while it stays open,
 // and released when it closes; input passes only while it is held.

@@ -13,7 +13,7 @@ import (
 	"github.com/google/uuid"
 )
 
-// A follow-up (issue 16): POST /v1/jobs/{id}/messages on a finished job
+// A follow-up: POST /v1/jobs/{id}/messages on a finished job
 // creates a job that continues it. Its workspace starts as the parent's
 // archive, copied to the child's input (so the parent's retention cannot
 // take it away), and its agent starts from the ancestors' conversation,

@@ -26,9 +26,9 @@ type createRequest struct {
 	// Secrets are write-only: no answer, event or log line shows a value.
 	Secrets drydock.SecretValues `json:"secrets"`
 	Repo    *drydock.RepoSpec    `json:"repo"`
-	// Interactive offers the agent ask_user (issue 16).
+	// Interactive offers the agent ask_user.
 	Interactive bool `json:"interactive"`
-	// Agent "none" holds the sandbox for the caller (issue 18).
+	// Agent "none" holds the sandbox for the caller.
 	Agent string `json:"agent"`
 }
 

@@ -7,7 +7,7 @@ import (
 	"github.com/drydockhq/drydock/mcp"
 )
 
-// The MCP endpoint (issue 18): Streamable HTTP at POST /mcp, behind the
+// The MCP endpoint: Streamable HTTP at POST /mcp, behind the
 // same boundary (Host, Origin, JSON bodies) and authentication as every
 // route. Its tools call this API through the Go client, in process
 // (mcp.HandlerTransport), with the caller's own Authorization: MCP answers

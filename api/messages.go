@@ -25,7 +25,7 @@ type MessageRequest struct {
 
 var messageBody = bodyHelp{fields: "text", example: `{"text": "use Postgres, not SQLite"}`}
 
-// handleMessages sends a message to a job's agent (issue 16 §1). On a
+// handleMessages sends a message to a job's agent. On a
 // pending or running job the message is stored as a user_message event at
 // once (the durable record, shown by the event stream) and answered 202
 // with that event; the agent reads it before its next model call. A

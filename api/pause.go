@@ -7,7 +7,7 @@ import (
 	"github.com/drydockhq/drydock"
 )
 
-// Pause and resume (issue 16 §2). Both answer the job as it is afterwards,
+// Pause and resume. Both answer the job as it is afterwards,
 // 200 also when it already was in that state, so that a retried request
 // and a second person's click agree with the first.
 

@@ -20,7 +20,7 @@ import (
 	"github.com/drydockhq/drydock/api"
 )
 
-// Revocation must end what a token opened (issue 14): its event streams,
+// Revocation must end what a token opened: its event streams,
 // its live views, the signed links made for it and the Jupyter cookies made
 // from those links. Development mode's anonymous principal is revoked the
 // same way by the first token created.

@@ -36,7 +36,8 @@ type TargetStatus struct {
 	Reason string `json:"reason,omitempty"`
 }
 
-// Targets are the targets of issue 9 on a 2-core machine.
+// Targets are the speed and memory targets the project holds itself to on
+// a 2-core machine.
 var Targets = []Target{
 	{Measure: "schedule", Text: "/schedule → first tool call, warm pool, headless, p50 ≤ 100 ms", Name: "schedule.first_tool_call", Profile: "headless", Mode: "warm", Stat: "p50", AtMost: true, Limit: 100, Timing: true, PerEngine: true},
 	{Measure: "schedule", Text: "/schedule → first tool call, cold, headless, p50 ≤ 1 s", Name: "schedule.first_tool_call", Profile: "headless", Mode: "cold", Stat: "p50", AtMost: true, Limit: 1000, Timing: true, PerEngine: true},

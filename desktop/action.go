@@ -14,7 +14,7 @@ import (
 	"github.com/drydockhq/drydock"
 )
 
-// Action names, as in the computer tool the agent offers (BRIEF §5).
+// Action names, as in the computer tool the agent offers.
 const (
 	ActionScreenshot     = "screenshot"
 	ActionMouseMove      = "mouse_move"

@@ -10,7 +10,7 @@ import (
 	"github.com/drydockhq/drydock"
 )
 
-// The job page's message box (issue 16 §1): the question an interactive
+// The job page's message box: the question an interactive
 // job's agent waits on is shown at the top with the box focused; a message
 // typed into the box is sent as JSON, stored, and shows in the timeline as
 // a message; a refused one says why. The question's and the message's

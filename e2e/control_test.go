@@ -99,7 +99,7 @@ func rfbClientHandshake(nc net.Conn) error {
 	return err
 }
 
-// Issue 16's "done means": take control → the agent waits → release → the
+// Take control → the agent waits → release → the
 // agent's next prompt says a person used the desktop, with a screenshot of
 // it taken after the release. A desktop sandbox on Docker, the real binary.
 func TestTakeControlPausesTheAgent(t *testing.T) {

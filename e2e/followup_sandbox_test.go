@@ -12,7 +12,7 @@ import (
 	"github.com/drydockhq/drydock/llm/llmtest"
 )
 
-// Issue 16 §3 on a real sandbox with the scripted model: a message to a
+// Follow-ups on a real sandbox with the scripted model: a message to a
 // finished job starts a follow-up that sees the parent's files (restored
 // into a fresh sandbox) and its conversation (the first model request
 // holds the parent's task and turns, then the new message); its archive

@@ -13,7 +13,7 @@ import (
 	"github.com/drydockhq/drydock/llm/llmtest"
 )
 
-// Messages to a running job (issue 16 §1), end to end: the real binary
+// Messages to a running job, end to end: the real binary
 // runs the LLM agent against the scripted model in a real Docker sandbox.
 
 // carries counts how often the prompt of req holds text.

@@ -33,7 +33,7 @@ func countEvents(es []*drydock.Event, typ drydock.EventType) int {
 	return n
 }
 
-// Issue 16's "done means": a job paused for 30 s makes no model call in
+// A job paused for 30 s makes no model call in
 // that time and then finishes. The pause comes while a tool call runs: the
 // call finishes, the next does not start, and the lease outlives three of
 // its TTLs without the job being taken for dead.

@@ -10,7 +10,7 @@ import (
 )
 
 // Revoking a token with the CLI, in another process, ends what the token
-// had open on a running server (issue 14): `drydock logs --follow` of that
+// had open on a running server: `drydock logs --follow` of that
 // token stops within seconds with an error naming the token, instead of
 // streaming on.
 func TestRevokedTokenStopsTheCLIsFollow(t *testing.T) {

@@ -1,4 +1,4 @@
-// Package mcp is Drydock's Model Context Protocol server (issue 18): the
+// Package mcp is Drydock's Model Context Protocol server: the
 // tools, resources and progress notifications that let an MCP client
 // (Claude Code, Cursor, VS Code, an agent framework) schedule and follow
 // jobs, read their workspaces and diffs, message their agents, and run

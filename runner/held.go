@@ -9,7 +9,7 @@ import (
 	"github.com/drydockhq/drydock"
 )
 
-// holdForCaller is the run of a job scheduled with agent "none" (issue 18):
+// holdForCaller is the run of a job scheduled with agent "none":
 // its sandbox, prepared like any job's, is the caller's until the job's
 // context ends (its timeout or a cancel); the caller runs commands and
 // writes files in it through the API. The archive, diff and teardown that

@@ -12,7 +12,7 @@ import (
 // inboxPage is how many events one read of the log takes.
 const inboxPage = 1000
 
-// inbox is AgentRun.Inbox for one run of one job (issue 16 §1): the
+// inbox is AgentRun.Inbox for one run of one job: the
 // user_message events stored after a seq. It remembers how far it has read,
 // so each model step reads only the events appended since the last one
 // rather than the log from the last message on. Seqs are gapless in commit

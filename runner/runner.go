@@ -70,7 +70,7 @@ type Config struct {
 	PauseMax  time.Duration
 	PausePoll time.Duration
 	// FollowUpSecrets is how long a finished job that has an archive keeps
-	// its sealed secrets for a follow-up to inherit (issue 16); 0 erases
+	// its sealed secrets for a follow-up to inherit; 0 erases
 	// them when the job ends. The reaper erases them after it.
 	FollowUpSecrets time.Duration
 }

@@ -108,7 +108,7 @@ func (s *Store) UpdateProgress(ctx context.Context, id, owner string, p drydock.
 	return err
 }
 
-// AppendMessage wakes the job's streams like AppendEvent (issue 16).
+// AppendMessage wakes the job's streams like AppendEvent.
 func (s *Store) AppendMessage(ctx context.Context, e *drydock.Event) error {
 	err := s.Store.AppendMessage(ctx, e)
 	if err == nil {

@@ -140,7 +140,7 @@ func (a *Agent) writeNotes(ctx context.Context, run *drydock.AgentRun, sc script
 	return &drydock.AgentOutcome{Summary: summary}, nil
 }
 
-// hold waits while the job is paused (issue 16 §2), as the LLM agent does
+// hold waits while the job is paused, as the LLM agent does
 // before each step, so that a demo job pauses too.
 func hold(ctx context.Context, run *drydock.AgentRun) error {
 	if run.Hold == nil {

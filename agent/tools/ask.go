@@ -9,8 +9,8 @@ import (
 	"github.com/drydockhq/drydock/llm"
 )
 
-// NameAskUser is the tool of interactive jobs (issue 16 §1): like the
-// names of BRIEF §5, a contract with the model and the UI.
+// NameAskUser is the tool of interactive jobs: like the
+// other tool names, a contract with the model and the UI.
 const NameAskUser = "ask_user"
 
 // maxQuestionBytes bounds a question: it becomes the job's waiting_for,

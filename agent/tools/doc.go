@@ -1,4 +1,4 @@
-// Package tools is the fixed tool set the agent offers the model (BRIEF §5):
+// Package tools is the fixed tool set the agent offers the model:
 // bash, str_replace_based_edit_tool, computer (desktop profile only),
 // execute_code, recall and finish, with their JSON schemas. Every tool acts
 // in the job's sandbox through toolboxd's client; none runs anything on the

@@ -17,7 +17,7 @@ import (
 	"github.com/drydockhq/drydock/toolbox"
 )
 
-// Tool names (BRIEF §5).
+// Tool names.
 const (
 	NameBash     = "bash"
 	NameEditor   = "str_replace_based_edit_tool"

@@ -7,7 +7,7 @@ import (
 	"github.com/drydockhq/drydock"
 )
 
-// MessageCmd sends a message to a job's agent (issue 16 §1).
+// MessageCmd sends a message to a job's agent.
 type MessageCmd struct {
 	ID   string `arg:"" name:"id" help:"Job id."`
 	Text string `arg:"" help:"The message, or - to read it from standard input (1 byte to 64 KiB of UTF-8 text; put -- before a message that starts with a dash)."`

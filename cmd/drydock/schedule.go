@@ -35,7 +35,7 @@ type ScheduleCmd struct {
 	IncludeGit bool              `name:"include-git" help:"With a --workspace directory, pack its .git directory too (the history, for an agent that should use git)."`
 	Key        string            `name:"idempotency-key" placeholder:"KEY" help:"Send KEY as the request's Idempotency-Key (1 to 255 printable ASCII characters; default: a random one). Running the command again with the same KEY within the server's key lifetime (24 h by default) returns the job the first run created instead of creating a second; for scripts that retry."`
 
-	// Issue 16 §1 (msg).
+	// Questions from the agent, answered with drydock message.
 	Interactive bool `help:"Offer the agent the ask_user tool: it may ask you a question (drydock status shows it) and waits for your answer (drydock message) up to the server's --ask-timeout."`
 }
 

@@ -33,7 +33,7 @@ func tokenCLI(t *testing.T, dataDir string, args ...string) (stdout, stderr stri
 }
 
 // The token commands say when they switch development mode, since a
-// running server follows the store at once (issue 14).
+// running server follows the store at once.
 func TestTokenCommandsSayWhenDevelopmentModeChanges(t *testing.T) {
 	dir := t.TempDir()
 	_, msg := tokenCLI(t, dir, "create", "--admin", "--name", "first")

@@ -1,4 +1,4 @@
-// Messages to a job's agent (issue 16 §1): the message box under the
+// Messages to a job's agent: the message box under the
 // timeline and the question an interactive job's agent waits on. Every text
 // here (the question, the server's errors) is inserted as text, never HTML.
 import { call, jobURL } from './api.js';
@@ -9,7 +9,7 @@ const MAX_BYTES = 64 * 1024; // drydock.MaxMessageBytes
 // messageBox returns the box's form (under the timeline) and the banner
 // that shows a waiting_for question (at the top of the page); update(job)
 // keeps both in step with the job. On a finished job the same box asks for
-// a follow-up (issue 16 §3): a new job that continues this one, which
+// a follow-up: a new job that continues this one, which
 // followed(job) opens.
 export function messageBox(id, followed = () => {}) {
   const input = h('textarea', {

@@ -1,4 +1,4 @@
-// Pause and resume (issue 16 §2): the job page's button, the paused state
+// Pause and resume: the job page's button, the paused state
 // in its header, and the timeline's paused/resumed events.
 import { call, jobURL } from './api.js';
 import { h, terminal } from './util.js';

@@ -1,4 +1,4 @@
-// The thread a job belongs to (issue 16): the finished jobs it follows
+// The thread a job belongs to: the finished jobs it follows
 // up, oldest first, each with its timeline folded, and the jobs that
 // follow it up. Together they read as one conversation. A job outside any
 // thread shows nothing. Every text here is the jobs' own and is set as
