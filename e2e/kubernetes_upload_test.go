@@ -216,6 +216,14 @@ func TestKubernetesUploadAndDiffOnARealNode(t *testing.T) {
 	if code, stored := s.do("GET", "/v1/jobs/"+id+"/diff", "", ""); code != 200 || string(stored) != string(live) {
 		t.Errorf("stored diff (%d) differs from the live one:\n%s\n---\n%s", code, stored, live)
 	}
+	// The pod's first process is its pause container (one process
+	// namespace): the agent's processes are ended and the stored diff's
+	// starting point checked there too.
+	for _, e := range s.events(id) {
+		if strings.Contains(string(e.Data), "without checking its starting point") {
+			t.Errorf("the stored diff was not checked: %s", e.Data)
+		}
+	}
 	if out, err := exec.Command(binary, "diff", "--url", s.url(), id).CombinedOutput(); err != nil || string(out) != string(live) {
 		t.Errorf("drydock diff: %v; printed:\n%s\nwant the live diff:\n%s", err, out, live)
 	}

@@ -48,7 +48,7 @@ func (r *Runner) baseline(ctx context.Context, job *drydock.Job, sb *drydock.San
 // archive, so it outlives the sandbox. Values of the job's secrets are
 // masked; binary patches are left out when the job has secrets, since no
 // mask finds a value in their encoding.
-func (r *Runner) storeDiff(ctx context.Context, job *drydock.Job, sb *drydock.Sandbox) error {
+func (r *Runner) storeDiff(ctx context.Context, job *drydock.Job, sb *drydock.Sandbox, emit *emitter) error {
 	d, ok := r.deps.Toolbox(sb).(differ)
 	if !ok {
 		return nil
@@ -67,8 +67,10 @@ func (r *Runner) storeDiff(ctx context.Context, job *drydock.Job, sb *drydock.Sa
 	verify := base != ""
 	if err := r.quiesce(ctx, sb); err != nil {
 		// Checked while the agent's processes run, the check proves
-		// nothing: the diff is made as for a live job.
+		// nothing: the diff is made as for a live job, and the log says so.
 		r.log.Warn("the diff's starting point is not checked", "job_id", job.ID, "err", err)
+		emit.Emit(ctx, drydock.EventLog, drydock.LogEvent{Level: "warn",
+			Message: "the diff is stored without checking its starting point: " + drydock.ErrorMessage(err)})
 		verify = false
 	}
 	res, err := d.DiffWith(ctx, toolbox.DiffOptions{Binary: len(job.Secrets) == 0, Mask: maskFn, Base: base, Verify: verify})

@@ -150,7 +150,7 @@ func (r *Runner) execute(ctx context.Context, cancel context.CancelCauseFunc, jo
 			emit.Emit(endCtx, drydock.EventArtifact, drydock.ArtifactEvent{Size: size, Format: "tar.gz"})
 			// The diff is stored only beside an archive: the API looks for
 			// it once the job has one.
-			if err := r.storeDiff(endCtx, job, sb); err != nil {
+			if err := r.storeDiff(endCtx, job, sb, emit); err != nil {
 				log.Warn("store the workspace's diff", "err", mask(job, err.Error()))
 				emit.Emit(endCtx, drydock.EventLog, drydock.LogEvent{Level: "warn", Message: "the workspace's diff could not be stored: " + drydock.ErrorMessage(err)})
 			}

@@ -3,7 +3,6 @@ package runner
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"strings"
 	"time"
 
@@ -14,13 +13,14 @@ import (
 // quiesceScript stops and kills every process of the sandbox but toolboxd
 // (its parent) and PID 1, round after round until a round finds none
 // left, using only the shell's builtins so that it starts no process of
-// its own while it runs. It refuses unless PID 1 is toolboxd or an
-// engine's init: anywhere else the processes might not be the sandbox's.
+// its own while it runs. It refuses unless PID 1 is toolboxd, an engine's
+// init, or the pause container of a Kubernetes pod that shares one process
+// namespace: anywhere else the processes might not be the sandbox's.
 const quiesceScript = `set -u
 init=
 read -r init </proc/1/comm || true
 case $init in
-toolboxd | docker-init | podman-init | tini | catatonit) ;;
+toolboxd | docker-init | podman-init | tini | catatonit | pause) ;;
 *) echo "the sandbox's first process is ${init:-unknown}, not toolboxd or an init it knows" >&2; exit 3 ;;
 esac
 rounds=0
@@ -57,11 +57,11 @@ func (r *Runner) quiesce(ctx context.Context, sb *drydock.Sandbox) error {
 		Args:    []string{"/bin/sh", "-c", quiesceScript},
 		Timeout: drydock.Duration(time.Minute),
 	}, &bytes.Buffer{}, &limitedBuffer{buf: &stderr, max: 4 << 10})
-	if err == nil && res.ExitCode != 0 {
-		err = fmt.Errorf("exit code %d: %s", res.ExitCode, strings.TrimSpace(stderr.String()))
-	}
-	if err != nil {
+	switch {
+	case err != nil:
 		return drydock.Errorf(drydock.EUNAVAILABLE, "ending the agent's processes in the sandbox failed: %s", drydock.ErrorMessage(err))
+	case res.ExitCode != 0:
+		return drydock.Errorf(drydock.EUNAVAILABLE, "ending the agent's processes in the sandbox failed (exit code %d): %s", res.ExitCode, strings.TrimSpace(stderr.String()))
 	}
 	return nil
 }
