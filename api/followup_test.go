@@ -518,21 +518,25 @@ func TestFollowUpWaitsForAnUploadSlot(t *testing.T) {
 	}()
 	data := full.Bytes()
 	pw.Write(data[:len(data)/2])
-	refused := false
+	refused, early := false, 0
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline) && !refused; time.Sleep(5 * time.Millisecond) {
 		code, body := followUp()
 		switch code {
 		case http.StatusTooManyRequests:
 			refused = strings.Contains(body, "workspaces already")
 		case http.StatusCreated:
-			t.Fatalf("a follow-up copied an archive while the only slot was held: %s", body)
+			// The upload has not reached the server yet (a loaded
+			// machine), so this follow-up had the slot to itself. Only a
+			// 429 shows the slot held.
+			early++
+			t.Logf("a follow-up went through before the upload took the slot: %s", body)
 		}
 	}
 	if !refused {
 		t.Fatal("no 429 while the only slot was held")
 	}
-	if got, err := b.store.FollowUps(t.Context(), parent.ID, ""); err != nil || len(got) != 0 {
-		t.Fatalf("a refused follow-up was stored: %v %v", got, err)
+	if got, err := b.store.FollowUps(t.Context(), parent.ID, ""); err != nil || len(got) != early {
+		t.Fatalf("a refused follow-up was stored: %d stored, %d created before the slot was held (%v)", len(got), early, err)
 	}
 	pw.Write(data[len(data)/2:])
 	pw.Close()
