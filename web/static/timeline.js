@@ -19,6 +19,25 @@ function text(s, cls = '') {
     h('details', {}, h('summary', {}, `show all ${s.length.toLocaleString()} characters`), h('pre', { class: cls }, s)));
 }
 
+// At most this many screenshots load at once: a long desktop job has
+// hundreds, each a file read on the server (from the archive once the job
+// has ended), and a page opened on it should not ask for all at the same
+// moment.
+const SHOTS_AT_ONCE = 2;
+let shotsLoading = 0;
+const shotQueue = [];
+
+function nextShot() {
+  while (shotsLoading < SHOTS_AT_ONCE && shotQueue.length) {
+    const load = shotQueue.shift();
+    shotsLoading++;
+    load().finally(() => {
+      shotsLoading--;
+      nextShot();
+    });
+  }
+}
+
 // shot is an image a tool saved in the job's workspace (an ImageRef),
 // fetched with the token through the files route. Its path comes from the
 // agent: one that could climb out of the files route is not fetched.
@@ -28,14 +47,15 @@ function shot(jobID, img, alt) {
   if (!jobID || !path || parts.some((p) => p === '' || p === '.' || p === '..')) return null;
   const el = h('img', { class: 'shot', alt, loading: 'lazy' });
   if (img.width > 0 && img.height > 0) Object.assign(el, { width: img.width, height: img.height });
-  call(filesURL(jobID, path), { raw: true }).then(async (resp) => {
+  shotQueue.push(() => call(filesURL(jobID, path), { raw: true }).then(async (resp) => {
     if (!(resp.headers.get('Content-Type') || '').startsWith('image/')) {
       resp.body?.cancel();
       throw new Error('not an image');
     }
     el.src = URL.createObjectURL(await resp.blob());
     el.addEventListener('load', () => URL.revokeObjectURL(el.src), { once: true });
-  }).catch((err) => el.replaceWith(h('p', { class: 'muted small' }, `${path}: ${err.message}`)));
+  }).catch((err) => el.replaceWith(h('p', { class: 'muted small' }, `${path}: ${err.message}`))));
+  nextShot();
   return el;
 }
 
