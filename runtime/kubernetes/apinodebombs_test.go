@@ -84,27 +84,10 @@ func TestRealNodeBombsStayInside(t *testing.T) {
 				mod = func(o *Options) { o.RuntimeClassName = class; o.GVisor = true }
 			}
 			rt := realNodeRuntime(t, env, ns, mod)
-			sb, err := rt.Create(t.Context(), drydock.SandboxSpec{
+			sb, tc := startSpecOnNode(t, rt, drydock.SandboxSpec{
 				JobID: "job-bombs-" + kind, Image: image, Profile: drydock.ProfileHeadless,
 				Resources: drydock.Resources{MemoryBytes: 256 << 20, PidsLimit: 256},
 			})
-			if err != nil {
-				t.Fatalf("create: %v", err)
-			}
-			t.Cleanup(func() {
-				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-				defer cancel()
-				if err := rt.Destroy(ctx, sb.ID); err != nil {
-					t.Errorf("destroy: %v", err)
-				}
-			})
-			tc := toolbox.New(sb.Endpoint, sb.Token)
-			t.Cleanup(tc.Close)
-			wctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-			defer cancel()
-			if err := tc.WaitReady(wctx); err != nil {
-				t.Fatalf("sandbox not ready: %v", err)
-			}
 			alive := func(after string) {
 				t.Helper()
 				if err := runtimetest.Probe(t.Context(), sb); err != nil {

@@ -41,7 +41,16 @@ func requireGVisorNode(t *testing.T) (*apiEnv, string, string) {
 func startOnNode(t *testing.T, rt *Runtime, jobID string) (*drydock.Sandbox, *toolbox.Client, time.Duration) {
 	t.Helper()
 	start := time.Now()
-	sb, err := rt.Create(t.Context(), drydock.SandboxSpec{JobID: jobID, Image: "drydock-sandbox:headless", Profile: drydock.ProfileHeadless})
+	sb, tc := startSpecOnNode(t, rt, drydock.SandboxSpec{JobID: jobID, Image: "drydock-sandbox:headless", Profile: drydock.ProfileHeadless})
+	return sb, tc, time.Since(start)
+}
+
+// startSpecOnNode creates spec's sandbox on the real node, destroys it
+// when the test ends, and waits (a minute at most) until its toolboxd is
+// ready.
+func startSpecOnNode(t *testing.T, rt *Runtime, spec drydock.SandboxSpec) (*drydock.Sandbox, *toolbox.Client) {
+	t.Helper()
+	sb, err := rt.Create(t.Context(), spec)
 	if err != nil {
 		t.Fatalf("create: %v", err)
 	}
@@ -59,7 +68,7 @@ func startOnNode(t *testing.T, rt *Runtime, jobID string) (*drydock.Sandbox, *to
 	if err := tc.WaitReady(ctx); err != nil {
 		t.Fatalf("sandbox not ready: %v", err)
 	}
-	return sb, tc, time.Since(start)
+	return sb, tc
 }
 
 // kernelOf is what the sandbox's kernel says of itself: its log (gVisor's

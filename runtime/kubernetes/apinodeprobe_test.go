@@ -2,12 +2,10 @@ package kubernetes
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -35,24 +33,7 @@ func probeOnNode(t *testing.T, env *apiEnv, ns, runtimeClass string) {
 	t.Cleanup(func() { env.assertNamespaceEmpty(t, ns) })
 	rt := realNodeRuntime(t, env, ns, func(o *Options) { o.RuntimeClassName = runtimeClass })
 	ctx := t.Context()
-	sb, err := rt.Create(ctx, drydock.SandboxSpec{JobID: "job-probe", Image: "drydock-sandbox:headless", Profile: drydock.ProfileHeadless})
-	if err != nil {
-		t.Fatalf("create: %v", err)
-	}
-	t.Cleanup(func() {
-		cctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		if err := rt.Destroy(cctx, sb.ID); err != nil {
-			t.Errorf("destroy: %v", err)
-		}
-	})
-	tc := toolbox.New(sb.Endpoint, sb.Token)
-	t.Cleanup(tc.Close)
-	wctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	if err := tc.WaitReady(wctx); err != nil {
-		t.Fatalf("sandbox not ready: %v", err)
-	}
+	sb, tc := startSpecOnNode(t, rt, drydock.SandboxSpec{JobID: "job-probe", Image: "drydock-sandbox:headless", Profile: drydock.ProfileHeadless})
 
 	var out, errOut bytes.Buffer
 	r, err := tc.Exec(ctx, toolbox.ExecRequest{Args: []string{"python3", "-c", runtimetest.ProbeScript}}, &out, &errOut)
